@@ -1,0 +1,207 @@
+//! Types shared between the eBPF programs (`cosched-agent-ebpf`) and the agent.
+//!
+//! Every type is `#[repr(C)]`, built from fixed-width fields only, with explicit
+//! padding and a compile-time size assertion, so the kernel-side and the
+//! userspace-side view of a map value or ring-buffer record are byte-identical.
+#![no_std]
+
+pub mod layout;
+
+/// Maximum number of CPUs the per-CPU "who runs" array covers.
+pub const MAX_CPUS: u32 = 256;
+/// Capacity of the managed-task map (threads, not processes).
+pub const MAX_TASKS: u32 = 16384;
+/// Capacity of the socket -> owning task map.
+pub const MAX_SOCKETS: u32 = 16384;
+/// Size of the event ring buffer in bytes (a power of two, multiple of the page size).
+pub const EVENT_RING_BYTES: u32 = 1 << 20;
+
+/// Names of the maps and programs in the eBPF object, so both sides agree.
+pub mod names {
+    pub const TASKS: &str = "TASKS";
+    pub const CPU_CURRENT: &str = "CPU_CURRENT";
+    pub const SOCK_OWNER: &str = "SOCK_OWNER";
+    pub const EVENTS: &str = "EVENTS";
+    pub const SETTINGS: &str = "SETTINGS";
+    pub const DROPS: &str = "DROPS";
+
+    pub const PROG_SCHED_SWITCH: &str = "sched_switch";
+    pub const PROG_PROCESS_FORK: &str = "sched_process_fork";
+    pub const PROG_PROCESS_EXIT: &str = "sched_process_exit";
+    pub const PROG_RECV: &str = "sock_recv_length";
+    pub const PROG_SEND: &str = "sock_send_length";
+    pub const PROG_DATA_READY: &str = "sk_data_ready";
+    pub const PROG_SOCK_STATE: &str = "inet_sock_set_state";
+
+    /// Programs and the `category/name` tracepoint each attaches to.
+    pub const TRACEPOINTS: [(&str, &str, &str); 7] = [
+        (PROG_SCHED_SWITCH, "sched", "sched_switch"),
+        (PROG_PROCESS_FORK, "sched", "sched_process_fork"),
+        (PROG_PROCESS_EXIT, "sched", "sched_process_exit"),
+        (PROG_RECV, "sock", "sock_recv_length"),
+        (PROG_SEND, "sock", "sock_send_length"),
+        (PROG_DATA_READY, "sock", "sk_data_ready"),
+        (PROG_SOCK_STATE, "sock", "inet_sock_set_state"),
+    ];
+}
+
+/// Per-task (thread) state, the value of the `TASKS` map keyed by tid.
+///
+/// Presence in the map is what makes a task *managed*: the agent inserts the
+/// threads of the processes it launches or adopts, the fork tracepoint adds the
+/// children of managed tasks, and the agent deletes the entry after reading the
+/// final counters of an exited task.
+///
+/// Writers: every field except `arrivals`/`last_arrival_ns` is written only by
+/// programs running in the task's own context (its own CPU), so plain stores do
+/// not race. `arrivals` is bumped from the *sender's* context (sk_data_ready on
+/// loopback/veth runs there) with an atomic add.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskStats {
+    /// Job the task belongs to (agent-assigned, 0 = none).
+    pub job_id: u32,
+    /// Thread-group id (process id) of the task.
+    pub tgid: u32,
+    /// Total time on CPU, ns (completed runs only; add `now - run_start_ns` while running).
+    pub oncpu_ns: u64,
+    /// `bpf_ktime_get_ns` at the start of the current run, 0 while off CPU.
+    pub run_start_ns: u64,
+    /// Start of the most recent run (kept after switch-out), for "last run start".
+    pub last_run_start_ns: u64,
+    /// End of the most recent run.
+    pub last_switch_out_ns: u64,
+    pub switches_in: u64,
+    /// Switched out while not runnable (blocked, slept) or by sched_yield.
+    pub switches_out_voluntary: u64,
+    /// Switched out while still runnable (preempted).
+    pub switches_out_preempted: u64,
+    /// Messages (socket data-ready callbacks) for sockets this task owns. Atomic.
+    pub arrivals: u64,
+    /// Time of the most recent arrival. Written from the sender's context.
+    pub last_arrival_ns: u64,
+    /// Receives that returned data (ret > 0).
+    pub recv_ok: u64,
+    /// Receives that found nothing (-EAGAIN / -EWOULDBLOCK): the spin signal.
+    pub recv_empty: u64,
+    /// Time spent spinning: between consecutive empty receives, and from the
+    /// last empty receive to the receive that found data or to switch-out.
+    pub spin_ns: u64,
+    /// Time of the latest empty receive of the current spin episode, 0 if not spinning.
+    pub spin_last_ns: u64,
+    /// Start of the current spin episode (first empty receive), 0 if not spinning.
+    pub spin_episode_start_ns: u64,
+    /// Bytes received by successful receives.
+    pub bytes_received: u64,
+    /// Messages sent (successful sends).
+    pub sends: u64,
+    /// CPU of the current / most recent run.
+    pub cpu: u32,
+    /// 1 while the task is on a CPU.
+    pub on_cpu: u32,
+    /// Time the task exited (sched_process_exit), 0 while alive.
+    pub exited_ns: u64,
+}
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 152);
+
+/// Who runs on a CPU: the value of the `CPU_CURRENT` array, indexed by CPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuSlot {
+    /// tid now running on this CPU (0 = idle).
+    pub tid: u32,
+    /// Job of that task if managed, else 0.
+    pub job_id: u32,
+    /// 1 if the running task is managed.
+    pub managed: u32,
+    pub _pad: u32,
+    /// When it started running.
+    pub since_ns: u64,
+}
+const _: () = assert!(core::mem::size_of::<CpuSlot>() == 24);
+
+/// Value of the `SOCK_OWNER` map, keyed by the kernel socket address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SockOwner {
+    pub tid: u32,
+    pub job_id: u32,
+    /// When the owner was learned (a receive or send by the task on this socket).
+    pub learned_ns: u64,
+}
+const _: () = assert!(core::mem::size_of::<SockOwner>() == 16);
+
+/// Kinds of ring-buffer records.
+pub mod event_kind {
+    /// A message arrived on a socket owned by a managed task. `arg` = socket address.
+    pub const ARRIVAL: u32 = 1;
+    /// A managed task exited; its final counters are still in `TASKS`.
+    pub const EXIT: u32 = 2;
+    /// A managed task forked; `arg` = child tid (already added to `TASKS`).
+    pub const FORK: u32 = 3;
+    /// A managed task started spinning (first empty receive of an episode).
+    pub const SPIN_START: u32 = 4;
+}
+
+/// Flags in [`Event::flags`].
+pub mod event_flags {
+    /// The task the event is about was on a CPU when the event happened.
+    pub const TASK_ON_CPU: u32 = 1;
+    /// The task was spinning (in a spin episode) when the event happened.
+    pub const TASK_SPINNING: u32 = 2;
+}
+
+/// One ring-buffer record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    pub kind: u32,
+    pub tid: u32,
+    pub job_id: u32,
+    pub flags: u32,
+    /// `bpf_ktime_get_ns` when the event happened (CLOCK_MONOTONIC).
+    pub ts_ns: u64,
+    /// Kind-specific argument.
+    pub arg: u64,
+}
+const _: () = assert!(core::mem::size_of::<Event>() == 32);
+
+/// Load-time settings the agent writes into the one-element `SETTINGS` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Wake the agent for an arrival whose receiver is off CPU (what DCS reacts to).
+    pub wake_on_offcpu_arrival: u32,
+    /// Wake the agent when a managed task starts a spin episode (what PB/SB react to).
+    pub wake_on_spin_start: u32,
+    /// Otherwise wake the agent only once this many bytes are queued (batching).
+    pub wake_batch_bytes: u32,
+    pub _pad: u32,
+}
+const _: () = assert!(core::mem::size_of::<Settings>() == 16);
+
+/// Counters of records the eBPF side could not deliver, the value of the
+/// one-element per-CPU `DROPS` array.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Drops {
+    /// Ring buffer full.
+    pub ring_full: u64,
+    /// TASKS map full (a fork child could not be added).
+    pub tasks_full: u64,
+    /// SOCK_OWNER map full.
+    pub sockets_full: u64,
+}
+const _: () = assert!(core::mem::size_of::<Drops>() == 24);
+
+#[cfg(feature = "user")]
+mod pod {
+    // SAFETY: all types are repr(C), made of integers, with no implicit padding
+    // (the size asserts above pin the layout), so every bit pattern is valid.
+    unsafe impl aya::Pod for super::TaskStats {}
+    unsafe impl aya::Pod for super::CpuSlot {}
+    unsafe impl aya::Pod for super::SockOwner {}
+    unsafe impl aya::Pod for super::Event {}
+    unsafe impl aya::Pod for super::Settings {}
+    unsafe impl aya::Pod for super::Drops {}
+}

@@ -1,0 +1,2 @@
+//! cosched agent library.
+pub mod ebpf;

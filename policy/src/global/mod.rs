@@ -1,0 +1,1 @@
+//! Cluster-wide scheduling algorithms (filled in by the coordinator work).

@@ -1,0 +1,13 @@
+//! cosched scheduling algorithms, pure: no syscalls, no clocks, no I/O.
+//!
+//! Time is passed in (nanoseconds of CLOCK_MONOTONIC), observations come in as
+//! typed events and decisions go out as typed actions, so every algorithm can be
+//! driven by scenario tests, by the agent on a real kernel, by the coordinator
+//! and by a simulator alike.
+//!
+//! - [`local`]: per-node policies (local, DCS, SB, SY, PB and combinations, FCS
+//!   classification).
+//! - [`global`]: cluster-wide algorithms (Ousterhout matrix allocation, gang and
+//!   paired-gang slicing, clock-offset estimation).
+pub mod global;
+pub mod local;

@@ -1,0 +1,1 @@
+//! Per-node coscheduling policies (filled in by the local-policy work).

@@ -1,0 +1,1 @@
+//! Agent control socket protocol.

@@ -1,0 +1,1 @@
+//! Coordinator <-> agent wire protocol (filled in by the coordinator work).
