@@ -1,0 +1,356 @@
+//! cosched eBPF programs.
+//!
+//! Counting and filtering only: per-task state lives in the `TASKS` map (only
+//! managed tasks have an entry, so every program starts with one hash lookup and
+//! returns at once for everything else), per-CPU "who runs" in `CPU_CURRENT`,
+//! socket ownership in `SOCK_OWNER`, and the few events the agent must react to
+//! go through the `EVENTS` ring buffer, which wakes the agent only when the
+//! settings ask for it (an arrival for an off-CPU receiver, a spin start) or when
+//! a batch has accumulated.
+use core::intrinsics::{AtomicOrdering, atomic_xadd};
+
+use aya_ebpf::{
+    bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, BPF_NOEXIST},
+    helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
+    macros::{map, tracepoint},
+    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    programs::TracePointContext,
+    EbpfContext as _,
+};
+use cosched_agent_common::{
+    event_flags, event_kind,
+    layout::{self, Field},
+    CpuSlot, Drops, Event, Settings, SockOwner, TaskStats, EVENT_RING_BYTES, MAX_CPUS,
+    MAX_SOCKETS, MAX_TASKS,
+};
+
+#[map]
+static TASKS: HashMap<u32, TaskStats> = HashMap::with_max_entries(MAX_TASKS, 0);
+
+#[map]
+static CPU_CURRENT: Array<CpuSlot> = Array::with_max_entries(MAX_CPUS, 0);
+
+#[map]
+static SOCK_OWNER: HashMap<u64, SockOwner> = HashMap::with_max_entries(MAX_SOCKETS, 0);
+
+#[map]
+static EVENTS: RingBuf = RingBuf::with_byte_size(EVENT_RING_BYTES, 0);
+
+#[map]
+static SETTINGS: Array<Settings> = Array::with_max_entries(1, 0);
+
+#[map]
+static DROPS: PerCpuArray<Drops> = PerCpuArray::with_max_entries(1, 0);
+
+/// Reads a tracepoint field straight from the trace record (a verified ctx
+/// load, cheaper than a probe-read helper call).
+#[inline(always)]
+fn field<T: Copy>(ctx: &TracePointContext, f: Field) -> T {
+    // SAFETY: `layout` offsets are checked against the running kernel's format
+    // files by the agent before it attaches; the verifier bounds-checks the load.
+    unsafe { core::ptr::read_unaligned(ctx.as_ptr().cast::<u8>().add(f.offset).cast::<T>()) }
+}
+
+#[inline(always)]
+fn current_tid() -> u32 {
+    bpf_get_current_pid_tgid() as u32
+}
+
+#[inline(always)]
+fn current_tgid() -> u32 {
+    (bpf_get_current_pid_tgid() >> 32) as u32
+}
+
+#[inline(always)]
+fn task(tid: u32) -> Option<&'static mut TaskStats> {
+    if tid == 0 {
+        return None;
+    }
+    // SAFETY: map values stay valid for the program's run; concurrent writers
+    // touch disjoint fields (see TaskStats docs).
+    TASKS.get_ptr_mut(&tid).map(|p| unsafe { &mut *p })
+}
+
+#[inline(always)]
+fn drops() -> Option<&'static mut Drops> {
+    // SAFETY: per-CPU slot, only this CPU writes it while we run.
+    DROPS.get_ptr_mut(0).map(|p| unsafe { &mut *p })
+}
+
+#[inline(always)]
+fn settings() -> Settings {
+    SETTINGS.get(0).copied().unwrap_or_default()
+}
+
+/// Ends the current spin episode of `t` at `now`, crediting the time since the
+/// last empty receive.
+#[inline(always)]
+fn end_spin(t: &mut TaskStats, now: u64) {
+    if t.spin_last_ns != 0 {
+        t.spin_ns += now.saturating_sub(t.spin_last_ns);
+        t.spin_last_ns = 0;
+        t.spin_episode_start_ns = 0;
+    }
+}
+
+#[inline(always)]
+fn emit(ev: &Event, force_wakeup: bool) {
+    let flags = if force_wakeup || EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= batch_bytes() {
+        BPF_RB_FORCE_WAKEUP
+    } else {
+        BPF_RB_NO_WAKEUP
+    };
+    if EVENTS.output(ev, flags as u64).is_err()
+        && let Some(d) = drops()
+    {
+        d.ring_full += 1;
+    }
+}
+
+#[inline(always)]
+fn batch_bytes() -> u64 {
+    match settings().wake_batch_bytes {
+        0 => (EVENT_RING_BYTES / 4) as u64,
+        n => n as u64,
+    }
+}
+
+/// Learns that `tid` owns socket `sk` (it receives or sends on it), so that
+/// later data-ready callbacks, which run in the sender's or softirq context,
+/// can be attributed to it.
+#[inline(always)]
+fn learn_owner(sk: u64, tid: u32, job_id: u32, now: u64) {
+    if let Some(o) = SOCK_OWNER.get_ptr(&sk) {
+        // SAFETY: valid map value pointer for this run.
+        if unsafe { (*o).tid } == tid {
+            return;
+        }
+    }
+    let owner = SockOwner {
+        tid,
+        job_id,
+        learned_ns: now,
+    };
+    if SOCK_OWNER.insert(&sk, &owner, 0).is_err()
+        && let Some(d) = drops()
+    {
+        d.sockets_full += 1;
+    }
+}
+
+#[tracepoint(category = "sched", name = "sched_switch")]
+pub fn sched_switch(ctx: TracePointContext) -> u32 {
+    let prev: i32 = field(&ctx, layout::SCHED_SWITCH_PREV_PID);
+    let prev_state: i64 = field(&ctx, layout::SCHED_SWITCH_PREV_STATE);
+    let next: i32 = field(&ctx, layout::SCHED_SWITCH_NEXT_PID);
+    let now = unsafe { bpf_ktime_get_ns() };
+    let cpu = unsafe { bpf_get_smp_processor_id() };
+
+    if let Some(t) = task(prev as u32) {
+        if t.run_start_ns != 0 {
+            t.oncpu_ns += now.saturating_sub(t.run_start_ns);
+        }
+        t.run_start_ns = 0;
+        t.on_cpu = 0;
+        t.last_switch_out_ns = now;
+        if prev_state & layout::PREV_STATE_PREEMPTED != 0 {
+            t.switches_out_preempted += 1;
+        } else {
+            t.switches_out_voluntary += 1;
+        }
+        end_spin(t, now);
+        // The tracepoint runs in prev's context: fill in the thread group of
+        // tasks added by fork, whose tgid the fork record does not carry.
+        if t.tgid == 0 {
+            t.tgid = current_tgid();
+        }
+    }
+
+    let mut slot = CpuSlot {
+        tid: next as u32,
+        since_ns: now,
+        ..CpuSlot::default()
+    };
+    if let Some(t) = task(next as u32) {
+        t.run_start_ns = now;
+        t.last_run_start_ns = now;
+        t.switches_in += 1;
+        t.cpu = cpu;
+        t.on_cpu = 1;
+        slot.job_id = t.job_id;
+        slot.managed = 1;
+    }
+    if let Some(s) = CPU_CURRENT.get_ptr_mut(cpu) {
+        // SAFETY: this CPU's own slot.
+        unsafe { *s = slot };
+    }
+    0
+}
+
+#[tracepoint(category = "sched", name = "sched_process_fork")]
+pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
+    let parent: i32 = field(&ctx, layout::FORK_PARENT_PID);
+    let child: i32 = field(&ctx, layout::FORK_CHILD_PID);
+    let Some(p) = task(parent as u32) else {
+        return 0;
+    };
+    let job_id = p.job_id;
+    // tgid of the child is unknown here (thread or process); sched_switch fills
+    // it in the child's first switch-out.
+    let entry = TaskStats {
+        job_id,
+        ..TaskStats::default()
+    };
+    if TASKS.insert(&(child as u32), &entry, BPF_NOEXIST as u64).is_err() {
+        if let Some(d) = drops() {
+            d.tasks_full += 1;
+        }
+        return 0;
+    }
+    let ev = Event {
+        kind: event_kind::FORK,
+        tid: parent as u32,
+        job_id,
+        flags: 0,
+        ts_ns: unsafe { bpf_ktime_get_ns() },
+        arg: child as u64,
+    };
+    emit(&ev, false);
+    0
+}
+
+#[tracepoint(category = "sched", name = "sched_process_exit")]
+pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+    let tid: i32 = field(&ctx, layout::EXIT_PID);
+    let Some(t) = task(tid as u32) else {
+        return 0;
+    };
+    let now = unsafe { bpf_ktime_get_ns() };
+    end_spin(t, now);
+    t.exited_ns = now;
+    let ev = Event {
+        kind: event_kind::EXIT,
+        tid: tid as u32,
+        job_id: t.job_id,
+        flags: 0,
+        ts_ns: now,
+        arg: 0,
+    };
+    emit(&ev, false);
+    0
+}
+
+#[tracepoint(category = "sock", name = "sock_recv_length")]
+pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
+    let tid = current_tid();
+    let Some(t) = task(tid) else {
+        return 0;
+    };
+    let sk: u64 = field(&ctx, layout::RECV_SK);
+    let ret: i32 = field(&ctx, layout::RECV_RET);
+    let now = unsafe { bpf_ktime_get_ns() };
+    if ret > 0 {
+        t.recv_ok += 1;
+        t.bytes_received += ret as u64;
+        end_spin(t, now);
+    } else if ret == layout::NEG_EAGAIN {
+        t.recv_empty += 1;
+        if t.spin_last_ns != 0 {
+            t.spin_ns += now.saturating_sub(t.spin_last_ns);
+        } else {
+            t.spin_episode_start_ns = now;
+            if settings().wake_on_spin_start != 0 {
+                let ev = Event {
+                    kind: event_kind::SPIN_START,
+                    tid,
+                    job_id: t.job_id,
+                    flags: event_flags::TASK_ON_CPU | event_flags::TASK_SPINNING,
+                    ts_ns: now,
+                    arg: sk,
+                };
+                emit(&ev, true);
+            }
+        }
+        t.spin_last_ns = now;
+    } else {
+        return 0;
+    }
+    learn_owner(sk, tid, t.job_id, now);
+    0
+}
+
+#[tracepoint(category = "sock", name = "sock_send_length")]
+pub fn sock_send_length(ctx: TracePointContext) -> u32 {
+    let tid = current_tid();
+    let Some(t) = task(tid) else {
+        return 0;
+    };
+    let ret: i32 = field(&ctx, layout::SEND_RET);
+    if ret <= 0 {
+        return 0;
+    }
+    t.sends += 1;
+    let sk: u64 = field(&ctx, layout::SEND_SK);
+    learn_owner(sk, tid, t.job_id, unsafe { bpf_ktime_get_ns() });
+    0
+}
+
+#[tracepoint(category = "sock", name = "sk_data_ready")]
+pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
+    let sk: u64 = field(&ctx, layout::DATA_READY_SK);
+    let Some(owner) = SOCK_OWNER.get_ptr(&sk) else {
+        return 0;
+    };
+    // SAFETY: valid map value pointer for this run.
+    let tid = unsafe { (*owner).tid };
+    let Some(t) = task(tid) else {
+        // The owner is gone (exited and removed): forget the socket, its
+        // address may be reused by an unrelated one.
+        let _ = SOCK_OWNER.remove(&sk);
+        return 0;
+    };
+    let now = unsafe { bpf_ktime_get_ns() };
+    // This runs in the sender's (or softirq) context, concurrently with the
+    // receiver's own programs: only these two fields are written from here.
+    // SAFETY: aligned u64 inside a live map value.
+    unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut t.arrivals, 1) };
+    t.last_arrival_ns = now;
+    let on_cpu = t.on_cpu != 0;
+    let mut flags = 0;
+    if on_cpu {
+        flags |= event_flags::TASK_ON_CPU;
+    }
+    if t.spin_last_ns != 0 {
+        flags |= event_flags::TASK_SPINNING;
+    }
+    let ev = Event {
+        kind: event_kind::ARRIVAL,
+        tid,
+        job_id: t.job_id,
+        flags,
+        ts_ns: now,
+        arg: sk,
+    };
+    emit(&ev, !on_cpu && settings().wake_on_offcpu_arrival != 0);
+    0
+}
+
+#[tracepoint(category = "sock", name = "inet_sock_set_state")]
+pub fn inet_sock_set_state(ctx: TracePointContext) -> u32 {
+    let newstate: i32 = field(&ctx, layout::SOCK_STATE_NEWSTATE);
+    if newstate == layout::TCP_CLOSE {
+        let sk: u64 = field(&ctx, layout::SOCK_STATE_SK);
+        let _ = SOCK_OWNER.remove(&sk);
+    }
+    0
+}
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 4] = *b"GPL\0";
