@@ -82,6 +82,9 @@ pub struct TaskStats {
     pub last_arrival_ns: u64,
     /// Receives that returned data (ret > 0).
     pub recv_ok: u64,
+    /// Time of the most recent receive that returned data. A message is
+    /// pending while `last_arrival_ns > last_recv_ok_ns`.
+    pub last_recv_ok_ns: u64,
     /// Receives that found nothing (-EAGAIN / -EWOULDBLOCK): the spin signal.
     pub recv_empty: u64,
     /// Time spent spinning: between consecutive empty receives, and from the
@@ -99,10 +102,13 @@ pub struct TaskStats {
     pub cpu: u32,
     /// 1 while the task is on a CPU.
     pub on_cpu: u32,
+    /// 1 if the last switch-out was a preemption (the task stayed runnable).
+    pub last_out_preempted: u32,
+    pub _pad: u32,
     /// Time the task exited (sched_process_exit), 0 while alive.
     pub exited_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<TaskStats>() == 152);
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 168);
 
 /// Who runs on a CPU: the value of the `CPU_CURRENT` array, indexed by CPU.
 #[repr(C)]

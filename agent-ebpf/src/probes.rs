@@ -155,8 +155,10 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         t.last_switch_out_ns = now;
         if prev_state & layout::PREV_STATE_PREEMPTED != 0 {
             t.switches_out_preempted += 1;
+            t.last_out_preempted = 1;
         } else {
             t.switches_out_voluntary += 1;
+            t.last_out_preempted = 0;
         }
         end_spin(t, now);
         // The tracepoint runs in prev's context: fill in the thread group of
@@ -251,6 +253,7 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
     let now = unsafe { bpf_ktime_get_ns() };
     if ret > 0 {
         t.recv_ok += 1;
+        t.last_recv_ok_ns = now;
         t.bytes_received += ret as u64;
         end_spin(t, now);
     } else if ret == layout::NEG_EAGAIN {
