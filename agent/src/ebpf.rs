@@ -1,20 +1,194 @@
-//! Loading and attaching the eBPF programs.
+//! Loading, attaching and reading the eBPF programs and maps.
+use std::{
+    io,
+    os::fd::{AsRawFd, OwnedFd, RawFd},
+};
+
 use anyhow::{Context as _, bail};
-use aya::{Ebpf, programs::TracePoint};
-use cosched_agent_common::names;
+use aya::{
+    Ebpf,
+    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
+    programs::TracePoint,
+};
+use cosched_agent_common::{
+    CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, names,
+};
+
+use crate::{kernel::ProgramCost, tracefs};
 
 /// The eBPF object built by aya-build (empty when built without bpf-linker).
-pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cosched-probes"));
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cosched-probes"));
 
-pub fn load() -> anyhow::Result<Ebpf> {
-    if OBJECT.is_empty() {
-        bail!("this agent was built without its eBPF object (bpf-linker was missing); run `cargo xtask setup` and rebuild");
+/// The loaded programs and the maps the agent uses.
+pub struct Probes {
+    ebpf: Ebpf,
+    tasks: HashMap<MapData, u32, TaskStats>,
+    cpus: Array<MapData, CpuSlot>,
+    sockets: HashMap<MapData, u64, SockOwner>,
+    events: RingBuf<MapData>,
+    settings: Array<MapData, Settings>,
+    drops: PerCpuArray<MapData, Drops>,
+    /// Keeps the kernel's BPF run-time statistics on while the agent runs.
+    _stats: Option<OwnedFd>,
+}
+
+fn map_io(e: aya::maps::MapError) -> io::Error {
+    io::Error::other(e)
+}
+
+impl Probes {
+    /// Mounts tracefs if needed, checks the tracepoint layouts, loads every
+    /// program and attaches it.
+    pub fn load(settings: Settings) -> anyhow::Result<Self> {
+        if OBJECT.is_empty() {
+            bail!(
+                "this agent was built without its eBPF object (bpf-linker was missing at build \
+                 time); run `cargo xtask setup` and rebuild"
+            );
+        }
+        tracefs::ensure_mounted()?;
+        tracefs::check_layouts()?;
+        let stats = match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                tracing::warn!("cannot enable BPF run-time stats ({e}); eBPF cost metrics stay 0");
+                None
+            }
+        };
+        let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
+        for (prog, cat, name) in names::TRACEPOINTS {
+            let p: &mut TracePoint = ebpf
+                .program_mut(prog)
+                .with_context(|| format!("program {prog} missing from the object"))?
+                .try_into()?;
+            p.load().with_context(|| format!("loading program {prog}"))?;
+            p.attach(cat, name)
+                .with_context(|| format!("attaching {prog} to tracepoint {cat}/{name}"))?;
+        }
+        let mut take = |n: &str| ebpf.take_map(n).with_context(|| format!("map {n} missing"));
+        let tasks = HashMap::try_from(take(names::TASKS)?)?;
+        let cpus = Array::try_from(take(names::CPU_CURRENT)?)?;
+        let sockets = HashMap::try_from(take(names::SOCK_OWNER)?)?;
+        let events = RingBuf::try_from(take(names::EVENTS)?)?;
+        let mut settings_map = Array::try_from(take(names::SETTINGS)?)?;
+        let drops = PerCpuArray::try_from(take(names::DROPS)?)?;
+        settings_map.set(0, &settings, 0)?;
+        Ok(Self {
+            ebpf,
+            tasks,
+            cpus,
+            sockets,
+            events,
+            settings: settings_map,
+            drops,
+            _stats: stats,
+        })
     }
-    let mut ebpf = Ebpf::load(OBJECT).context("loading eBPF object")?;
-    for (prog, cat, name) in names::TRACEPOINTS {
-        let p: &mut TracePoint = ebpf.program_mut(prog).with_context(|| format!("program {prog} missing"))?.try_into()?;
-        p.load().with_context(|| format!("loading {prog}"))?;
-        p.attach(cat, name).with_context(|| format!("attaching {prog} to {cat}/{name}"))?;
+
+    /// File descriptor that becomes readable when the ring buffer has data
+    /// and the programs asked for a wakeup.
+    pub fn events_fd(&self) -> RawFd {
+        self.events.as_raw_fd()
     }
-    Ok(ebpf)
+
+    pub fn set_settings(&mut self, s: Settings) -> io::Result<()> {
+        self.settings.set(0, &s, 0).map_err(map_io)
+    }
+
+    pub fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()> {
+        let v = TaskStats {
+            job_id,
+            tgid,
+            ..TaskStats::default()
+        };
+        // BPF_NOEXIST (1): never overwrite the counters of a task already tracked.
+        match self.tasks.insert(&tid, &v, 1) {
+            Ok(()) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(e) => Err(map_io(e)),
+        }
+    }
+
+    pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
+        match self.tasks.remove(&tid) {
+            Ok(()) => Ok(()),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(e) => Err(map_io(e)),
+        }
+    }
+
+    pub fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {
+        match self.tasks.get(&tid, 0) {
+            Ok(s) => Ok(Some(s)),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(map_io(e)),
+        }
+    }
+
+    pub fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>> {
+        let mut out = Vec::new();
+        for kv in self.tasks.iter() {
+            match kv {
+                Ok(kv) => out.push(kv),
+                // A key deleted between iteration steps: skip it.
+                Err(aya::maps::MapError::KeyNotFound) => {}
+                Err(e) => return Err(map_io(e)),
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn cpu_slots(&self, cpus: &[u32]) -> io::Result<Vec<(u32, CpuSlot)>> {
+        cpus.iter()
+            .filter(|&&c| c < MAX_CPUS)
+            .map(|&c| Ok((c, self.cpus.get(&c, 0).map_err(map_io)?)))
+            .collect()
+    }
+
+    pub fn drain_events(&mut self, out: &mut Vec<Event>) {
+        while let Some(item) = self.events.next() {
+            if item.len() >= std::mem::size_of::<Event>() {
+                // SAFETY: the programs write whole `Event`s; read_unaligned copes
+                // with the ring buffer's 8-byte alignment.
+                out.push(unsafe { std::ptr::read_unaligned(item.as_ptr().cast::<Event>()) });
+            }
+        }
+    }
+
+    pub fn forget_sockets_of(&mut self, tids: &[u32]) -> io::Result<usize> {
+        let stale: Vec<u64> = self
+            .sockets
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, o)| tids.contains(&o.tid))
+            .map(|(k, _)| k)
+            .collect();
+        for k in &stale {
+            let _ = self.sockets.remove(k);
+        }
+        Ok(stale.len())
+    }
+
+    pub fn drops(&self) -> io::Result<Drops> {
+        let per_cpu = self.drops.get(&0, 0).map_err(map_io)?;
+        Ok(per_cpu.iter().fold(Drops::default(), |a, d| Drops {
+            ring_full: a.ring_full + d.ring_full,
+            tasks_full: a.tasks_full + d.tasks_full,
+            sockets_full: a.sockets_full + d.sockets_full,
+        }))
+    }
+
+    pub fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
+        let mut out = Vec::new();
+        for (name, prog) in self.ebpf.programs() {
+            let info = prog.info().map_err(io::Error::other)?;
+            out.push(ProgramCost {
+                name: name.to_string(),
+                run_count: info.run_count(),
+                run_time_ns: info.run_time().as_nanos() as u64,
+            });
+        }
+        Ok(out)
+    }
 }

@@ -1,2 +1,21 @@
-//! cosched agent library.
+//! cosched agent: the per-node daemon.
+//!
+//! Layout (data flows top to bottom):
+//! - [`ebpf`], [`tracefs`]: loading the programs and reading their maps.
+//! - [`kernel`]: the one seam to the kernel (real and fake).
+//! - [`engine`]: the synchronous core (registry, policy, enforcement).
+//! - [`registry`], [`restore`], [`enforce`]: its parts.
+//! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+pub mod config;
 pub mod ebpf;
+pub mod enforce;
+pub mod guardian;
+pub mod engine;
+pub mod kernel;
+pub mod metrics;
+pub mod registry;
+pub mod restore;
+pub mod tracefs;
+pub mod control;
+pub mod daemon;
+pub mod launch;

@@ -1,6 +1,61 @@
+//! `cosched-agent`: the per-node cosched daemon.
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use cosched_agent::{config::Config, daemon, guardian, launch};
+
+#[derive(Parser)]
+#[command(version, about = "cosched per-node agent: eBPF observation and local coscheduling")]
+struct Args {
+    /// Agent config (TOML).
+    #[arg(long, short, env = "COSCHED_AGENT_CONFIG", default_value = "/etc/cosched/agent.toml")]
+    config: PathBuf,
+    /// Check the config and exit.
+    #[arg(long)]
+    check_config: bool,
+    #[command(subcommand)]
+    internal: Option<Internal>,
+}
+
+#[derive(clap::Subcommand)]
+enum Internal {
+    /// (internal) wait for the agent's go byte on fd 3, then exec the command.
+    #[command(name = "__gate", hide = true)]
+    Gate {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// (internal) restore the journal's tasks when the agent dies.
+    #[command(name = "__guardian", hide = true)]
+    Guardian { journal: PathBuf },
+}
+
 fn main() -> anyhow::Result<()> {
-    let _e = cosched_agent::ebpf::load()?;
-    println!("loaded");
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    Ok(())
+    let args = Args::parse();
+    match args.internal {
+        Some(Internal::Gate { command }) => return launch::run_gate(&command),
+        Some(Internal::Guardian { journal }) => return guardian::run(&journal),
+        None => {}
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COSCHED_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cfg = Config::load(&args.config)?;
+    if args.check_config {
+        println!("{}: ok", args.config.display());
+        return Ok(());
+    }
+    if cfg.pin_self {
+        // Before the runtime starts, so every agent thread inherits it.
+        daemon::pin_to(&cfg.node_cpus(daemon::online_cpus())).context("pinning the agent to its node CPUs")?;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    rt.block_on(daemon::run(args.config, cfg))
 }

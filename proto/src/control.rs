@@ -1,1 +1,203 @@
-//! Agent control socket protocol.
+//! The agent's local control socket: newline-delimited JSON over a Unix
+//! socket, one request and one reply per line. Only root (the socket is created
+//! mode 0600) can talk to it; it is how the coordinator-less tools (the xtask
+//! cluster, benchmarks, tests) launch and inspect jobs on a node.
+use std::{
+    io::{BufRead as _, BufReader, Write as _},
+    os::unix::net::UnixStream,
+    path::Path,
+    time::Duration,
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::job::{JobId, JobSpec, SchedRequest};
+
+/// Largest request or reply line accepted, so a bad client cannot make the
+/// agent buffer without bound.
+pub const MAX_LINE: usize = 1 << 20;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// Launch one rank of a job on this node.
+    Launch { spec: JobSpec },
+    /// Manage already-running processes (and their threads and future children).
+    Adopt {
+        job_id: JobId,
+        name: String,
+        pids: Vec<u32>,
+        #[serde(default)]
+        sched: Option<SchedRequest>,
+    },
+    /// All jobs the agent knows (running and recently finished).
+    Jobs,
+    /// Wait until every process of the job has exited (or the timeout passes).
+    Wait { job_id: JobId, timeout_ms: u64 },
+    /// Kill the job's processes (SIGKILL to its cgroup or its processes).
+    Cancel { job_id: JobId },
+    /// Drop a finished job's record and its metric series.
+    Forget { job_id: JobId },
+    /// Agent status.
+    Status,
+    /// Reload the config file (same path as SIGHUP and file change).
+    Reload,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reply {
+    Launched { job_id: JobId, pid: u32 },
+    Adopted { job_id: JobId, tasks: u32 },
+    Jobs { jobs: Vec<JobInfo> },
+    Job { job: JobInfo },
+    Done,
+    Status { status: AgentStatus },
+    Reloaded { outcome: ReloadOutcome },
+}
+
+/// What the agent replies: a result or a human-readable error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Response {
+    Ok(Reply),
+    Error(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "state")]
+pub enum JobState {
+    Running,
+    /// All processes exited; `code` is the launched process's exit code (None
+    /// if killed by a signal or adopted).
+    Exited { code: Option<i32>, signal: Option<i32> },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobInfo {
+    pub job_id: JobId,
+    pub name: String,
+    pub rank: u32,
+    pub state: JobState,
+    /// Main process(es) of the job on this node.
+    pub pids: Vec<u32>,
+    /// Threads currently tracked.
+    pub live_tasks: u32,
+    pub stats: JobStats,
+    /// Where the launched process's stdout / stderr go, if launched.
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+}
+
+/// Per-job totals over all of its tasks, live and exited, as observed by eBPF.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobStats {
+    pub cpu_seconds: f64,
+    pub spin_seconds: f64,
+    /// Message arrivals (socket data-ready) for the job's sockets.
+    pub messages_observed: u64,
+    pub receives: u64,
+    pub empty_receives: u64,
+    pub sends: u64,
+    pub switches_in: u64,
+    pub switches_voluntary: u64,
+    pub switches_preempted: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentStatus {
+    pub node: String,
+    pub policy: String,
+    pub cpus: Vec<u32>,
+    pub jobs: u32,
+    pub managed_tasks: u32,
+    pub config_path: String,
+    pub last_reload: Option<ReloadOutcome>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadOutcome {
+    pub accepted: bool,
+    pub message: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to agent control socket {path}: {source}")]
+    Connect {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("control socket I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("malformed reply from agent: {0}")]
+    Decode(#[from] serde_json::Error),
+    #[error("agent closed the connection without replying")]
+    Closed,
+    #[error("agent refused: {0}")]
+    Refused(String),
+}
+
+/// A blocking client, for tools and tests.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+impl Client {
+    pub fn connect(path: impl AsRef<Path>) -> Result<Self, ClientError> {
+        let path = path.as_ref();
+        let s = UnixStream::connect(path).map_err(|source| ClientError::Connect {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(Self {
+            reader: BufReader::new(s.try_clone()?),
+            writer: s,
+        })
+    }
+
+    /// Sends a request and waits for its reply; `timeout` bounds the wait.
+    pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, ClientError> {
+        self.writer.set_read_timeout(Some(timeout))?;
+        let mut line = serde_json::to_string(req)?;
+        line.push('\n');
+        self.writer.write_all(line.as_bytes())?;
+        let mut buf = String::new();
+        if self.reader.read_line(&mut buf)? == 0 {
+            return Err(ClientError::Closed);
+        }
+        match serde_json::from_str::<Response>(&buf)? {
+            Response::Ok(r) => Ok(r),
+            Response::Error(e) => Err(ClientError::Refused(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_with_op_tag() {
+        let r = Request::Wait {
+            job_id: 3,
+            timeout_ms: 10,
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains(r#""op":"wait""#), "{j}");
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+    }
+
+    #[test]
+    fn unknown_op_is_an_error() {
+        assert!(serde_json::from_str::<Request>(r#"{"op":"format-disk"}"#).is_err());
+    }
+
+    #[test]
+    fn error_response_round_trips() {
+        let r = Response::Error("unknown job 9".into());
+        let j = serde_json::to_string(&r).unwrap();
+        assert_eq!(serde_json::from_str::<Response>(&j).unwrap(), r);
+    }
+}

@@ -1,0 +1,238 @@
+//! The agent's TOML configuration: typed, with documented defaults, unknown
+//! keys rejected, validated before use. A reload goes through [`Config::load`]
+//! and [`Config::check_reload`]; when either fails the running config stays.
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+/// Local policies this agent can run. (Parameters of each policy live in
+/// their own tables once the policy engine grows them.)
+pub const KNOWN_POLICIES: &[&str] = &["local"];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Name of this node in the cluster (required).
+    pub node: String,
+    /// CPUs of this node: launched job processes are pinned to them, the agent
+    /// watches them, and (with `pin_self`) runs on them. Empty = all CPUs.
+    #[serde(default)]
+    pub cpus: Vec<u32>,
+    /// Local policy. Default `local` (no intervention: plain Linux).
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// Prometheus endpoint (`GET /metrics`). Default 127.0.0.1:9464.
+    #[serde(default = "default_metrics_listen")]
+    pub metrics_listen: SocketAddr,
+    /// Control socket (JSON lines, mode 0600). Default /run/cosched/agent.sock.
+    #[serde(default = "default_control_socket")]
+    pub control_socket: PathBuf,
+    /// Restore journal, job logs and job registry. Default /var/lib/cosched.
+    #[serde(default = "default_state_dir")]
+    pub state_dir: PathBuf,
+    /// cgroup v2 directory under which the agent makes one cgroup per launched
+    /// job (used to kill a whole job). None: no cgroups.
+    #[serde(default)]
+    pub cgroup_root: Option<PathBuf>,
+    /// Pin the agent itself to `cpus` (it then competes with the jobs like a
+    /// real node daemon, and its cost shows on the node). Default true.
+    #[serde(default = "yes")]
+    pub pin_self: bool,
+    /// Most jobs tracked at once (bounds metric label cardinality). Default 64.
+    #[serde(default = "default_max_jobs")]
+    pub max_jobs: u32,
+    /// Finished jobs kept for `jobs`/`wait` and metrics until forgotten. Default 32.
+    #[serde(default = "default_finished_retention")]
+    pub finished_retention: u32,
+    #[serde(default)]
+    pub ebpf: EbpfConfig,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EbpfConfig {
+    /// How often the agent reads the task counters and drains batched events,
+    /// in ms (1..=10000). Default 100.
+    #[serde(default = "default_poll_ms")]
+    pub poll_interval_ms: u64,
+    /// Wake the agent once this many bytes of events are queued (0 = a quarter
+    /// of the ring). Default 0.
+    #[serde(default)]
+    pub wake_batch_bytes: u32,
+}
+
+impl Default for EbpfConfig {
+    fn default() -> Self {
+        Self {
+            poll_interval_ms: default_poll_ms(),
+            wake_batch_bytes: 0,
+        }
+    }
+}
+
+fn default_policy() -> String {
+    "local".into()
+}
+fn default_metrics_listen() -> SocketAddr {
+    ([127, 0, 0, 1], 9464).into()
+}
+fn default_control_socket() -> PathBuf {
+    "/run/cosched/agent.sock".into()
+}
+fn default_state_dir() -> PathBuf {
+    "/var/lib/cosched".into()
+}
+fn yes() -> bool {
+    true
+}
+fn default_max_jobs() -> u32 {
+    64
+}
+fn default_finished_retention() -> u32 {
+    32
+}
+fn default_poll_ms() -> u64 {
+    100
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("invalid config {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid config: {0}")]
+    Invalid(String),
+    #[error("{0} cannot change at run time (restart the agent to change it)")]
+    Immutable(&'static str),
+}
+
+impl Config {
+    pub fn parse(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        let c: Self = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.node.is_empty() || self.node.len() > 64 {
+            return bad("node must be 1..=64 characters".into());
+        }
+        if !KNOWN_POLICIES.contains(&self.policy.as_str()) {
+            return bad(format!(
+                "unknown policy {:?} (known: {})",
+                self.policy,
+                KNOWN_POLICIES.join(", ")
+            ));
+        }
+        if let Some(c) = self.cpus.iter().find(|&&c| c >= cosched_agent_common::MAX_CPUS) {
+            return bad(format!("cpu {c} out of range"));
+        }
+        if !(1..=10_000).contains(&self.ebpf.poll_interval_ms) {
+            return bad(format!(
+                "ebpf.poll_interval_ms {} out of range 1..=10000",
+                self.ebpf.poll_interval_ms
+            ));
+        }
+        if self.max_jobs == 0 {
+            return bad("max_jobs must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// A reload may change the policy and tunables, not the agent's identity or
+    /// the endpoints it already serves.
+    pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
+        let immutable: [(&'static str, bool); 6] = [
+            ("node", self.node != new.node),
+            ("metrics_listen", self.metrics_listen != new.metrics_listen),
+            ("control_socket", self.control_socket != new.control_socket),
+            ("state_dir", self.state_dir != new.state_dir),
+            ("cgroup_root", self.cgroup_root != new.cgroup_root),
+            ("pin_self", self.pin_self != new.pin_self),
+        ];
+        match immutable.into_iter().find(|(_, changed)| *changed) {
+            Some((field, _)) => Err(ConfigError::Immutable(field)),
+            None => Ok(()),
+        }
+    }
+
+    /// The node's CPUs, `cpus` or every online CPU.
+    pub fn node_cpus(&self, online: u32) -> Vec<u32> {
+        if self.cpus.is_empty() {
+            (0..online).collect()
+        } else {
+            self.cpus.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minimal_config_gets_documented_defaults() {
+        let c = Config::parse("node = \"n0\"", "t").unwrap();
+        assert_eq!(c.policy, "local");
+        assert_eq!(c.metrics_listen, "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(c.ebpf.poll_interval_ms, 100);
+        assert!(c.pin_self);
+        assert!(c.cpus.is_empty());
+        assert_eq!(c.node_cpus(2), vec![0, 1]);
+    }
+
+    #[test]
+    fn unknown_key_is_rejected_with_its_name() {
+        let e = Config::parse("node = \"n0\"\nbogus = 1", "t").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let e = Config::parse("node = \"n0\"\n[ebpf]\npoll = 1", "t").unwrap_err();
+        assert!(e.to_string().contains("poll"), "{e}");
+    }
+
+    #[test]
+    fn missing_node_is_rejected() {
+        assert!(Config::parse("policy = \"local\"", "t").is_err());
+    }
+
+    #[test]
+    fn unknown_policy_is_rejected_listing_known_ones() {
+        let e = Config::parse("node = \"n0\"\npolicy = \"magic\"", "t").unwrap_err();
+        assert!(e.to_string().contains("magic") && e.to_string().contains("local"), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_poll_interval_is_rejected() {
+        let e = Config::parse("node = \"n0\"\n[ebpf]\npoll_interval_ms = 0", "t").unwrap_err();
+        assert!(e.to_string().contains("poll_interval_ms"), "{e}");
+    }
+
+    #[test]
+    fn reload_may_change_policy_tunables_but_not_identity() {
+        let a = Config::parse("node = \"n0\"", "t").unwrap();
+        let b = Config::parse("node = \"n0\"\n[ebpf]\npoll_interval_ms = 10", "t").unwrap();
+        a.check_reload(&b).unwrap();
+        let c = Config::parse("node = \"n1\"", "t").unwrap();
+        assert!(matches!(a.check_reload(&c), Err(ConfigError::Immutable("node"))));
+        let d = Config::parse("node = \"n0\"\nmetrics_listen = \"0.0.0.0:1\"", "t").unwrap();
+        assert!(matches!(a.check_reload(&d), Err(ConfigError::Immutable("metrics_listen"))));
+    }
+}

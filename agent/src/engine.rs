@@ -1,0 +1,487 @@
+//! The agent's core: a synchronous state machine over the [`Kernel`] seam.
+//!
+//! Data flows one way: kernel events and counter snapshots come in, the
+//! registry and (later) the policy decide, actions go out through the
+//! enforcer and the restore ledger. The async daemon around it only moves
+//! bytes (sockets, timers, child processes); everything that decides lives here
+//! and is tested with the fake kernel.
+use std::collections::HashMap;
+
+use cosched_agent_common::{Event, event_kind};
+use cosched_proto::{
+    control::{AgentStatus, JobState, ReloadOutcome},
+    job::{JobId, SchedRequest},
+};
+
+use crate::{
+    config::{Config, ConfigError},
+    enforce::{self, Applied},
+    kernel::{Kernel, is_gone},
+    metrics::Metrics,
+    registry::{Registry, RegistryError},
+    restore::{RestoreLedger, RestoreReport},
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error("invalid scheduling request: {0}")]
+    BadSched(String),
+    #[error("no such process: {0}")]
+    NoSuchProcess(u32),
+    #[error("kernel: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub struct Engine<K: Kernel> {
+    pub k: K,
+    pub cfg: Config,
+    pub reg: Registry,
+    pub ledger: RestoreLedger,
+    pub metrics: Metrics,
+    config_path: String,
+    online_cpus: u32,
+    /// Exit states of launched main processes reaped by the daemon.
+    reaped: HashMap<u32, JobState>,
+    last_reload: Option<ReloadOutcome>,
+    events: Vec<Event>,
+}
+
+impl<K: Kernel> Engine<K> {
+    pub fn new(k: K, cfg: Config, ledger: RestoreLedger, config_path: &str, online_cpus: u32) -> Self {
+        let metrics = Metrics::new();
+        metrics.config_ok.set(1);
+        Self {
+            k,
+            cfg,
+            reg: Registry::default(),
+            ledger,
+            metrics,
+            config_path: config_path.to_string(),
+            online_cpus,
+            reaped: HashMap::new(),
+            last_reload: None,
+            events: Vec::new(),
+        }
+    }
+
+    pub fn node_cpus(&self) -> Vec<u32> {
+        self.cfg.node_cpus(self.online_cpus)
+    }
+
+    /// Reserves a job id for a launch (before the process exists).
+    pub fn reserve_job(&mut self, id: JobId, name: &str, rank: u32, sched: Option<SchedRequest>) -> Result<(), EngineError> {
+        if let Some(s) = &sched {
+            s.validate().map_err(EngineError::BadSched)?;
+        }
+        self.reg.add_job(id, name, rank, sched, self.cfg.max_jobs)?;
+        Ok(())
+    }
+
+    /// Drops a reservation whose launch failed.
+    pub fn unreserve_job(&mut self, id: JobId) {
+        let _ = self.reg.finish(id, JobState::Exited { code: None, signal: None }, self.cfg.finished_retention);
+        let _ = self.reg.forget(id);
+    }
+
+    /// Starts managing the process `pid` (every thread) as part of `job`.
+    /// Returns the number of tasks now tracked for it.
+    pub fn manage_process(&mut self, job: JobId, pid: u32) -> Result<u32, EngineError> {
+        let tids = self.k.threads(pid).map_err(|e| {
+            if is_gone(&e) {
+                EngineError::NoSuchProcess(pid)
+            } else {
+                e.into()
+            }
+        })?;
+        let sched = self.reg.job(job).and_then(|j| j.sched);
+        for &tid in &tids {
+            self.k.track(tid, pid, job)?;
+            self.reg.add_task(job, tid, pid);
+            if let Some(req) = &sched {
+                self.apply(tid, &enforce::attr_for(req), "job-sched");
+            }
+        }
+        if let Some(j) = self.reg.job_mut(job) {
+            j.pids.push(pid);
+        }
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+        Ok(tids.len() as u32)
+    }
+
+    /// Adopts running processes as a new job.
+    pub fn adopt(&mut self, job: JobId, name: &str, pids: &[u32], sched: Option<SchedRequest>) -> Result<u32, EngineError> {
+        if pids.is_empty() {
+            return Err(EngineError::NoSuchProcess(0));
+        }
+        // Check every pid before touching anything, so a typo leaves no half-adopted job.
+        for &p in pids {
+            if let Err(e) = self.k.start_time(p) {
+                return Err(if is_gone(&e) { EngineError::NoSuchProcess(p) } else { e.into() });
+            }
+        }
+        self.reserve_job(job, name, 0, sched)?;
+        let mut n = 0;
+        for &p in pids {
+            match self.manage_process(job, p) {
+                Ok(t) => n += t,
+                Err(e) => {
+                    self.release_job(job);
+                    self.unreserve_job(job);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    fn apply(&mut self, tid: u32, attr: &crate::kernel::SchedAttr, action: &str) {
+        match enforce::set_attr(&mut self.k, &mut self.ledger, tid, attr) {
+            Ok(Applied::Changed) => self.metrics.actions.with_label_values(&[action]).inc(),
+            Ok(_) => {}
+            Err(e) => {
+                self.metrics.action_errors.with_label_values(&[action]).inc();
+                tracing::warn!(tid, action, "cannot apply scheduling attributes: {e}");
+            }
+        }
+    }
+
+    /// Restores every task of a job the agent changed (used when a launch or
+    /// adoption is rolled back).
+    fn release_job(&mut self, job: JobId) {
+        let tids: Vec<u32> = self.reg.tasks().filter(|(_, e)| e.job == job).map(|(t, _)| t).collect();
+        for tid in tids {
+            if let Err(e) = self.ledger.restore_one(&mut self.k, tid) {
+                tracing::warn!(tid, "restore failed: {e}");
+            }
+            let _ = self.k.untrack(tid);
+            self.reg.task_exited(tid, None, 0);
+        }
+    }
+
+    /// Drains the eBPF ring buffer and handles every event. `now_ns` is
+    /// CLOCK_MONOTONIC (the eBPF clock).
+    pub fn handle_events(&mut self, now_ns: u64) {
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
+        if let Err(e) = self.k.drain_events(&mut events) {
+            tracing::warn!("draining eBPF events: {e}");
+        }
+        for ev in &events {
+            let kind = match ev.kind {
+                event_kind::ARRIVAL => "arrival",
+                event_kind::EXIT => "exit",
+                event_kind::FORK => "fork",
+                event_kind::SPIN_START => "spin_start",
+                _ => "unknown",
+            };
+            self.metrics.events.with_label_values(&[kind]).inc();
+            match ev.kind {
+                event_kind::FORK => self.on_fork(ev.tid, ev.arg as u32, ev.job_id),
+                event_kind::EXIT => self.on_exit(ev.tid, now_ns),
+                _ => {}
+            }
+        }
+        self.events = events;
+    }
+
+    fn on_fork(&mut self, parent: u32, child: u32, job: JobId) {
+        // The fork tracepoint already added the child to the eBPF map.
+        let tgid = self.k.tgid(child).unwrap_or(0);
+        if !self.reg.add_task(job, child, tgid) {
+            // Job unknown (forgotten meanwhile): stop tracking the child.
+            let _ = self.k.untrack(child);
+            return;
+        }
+        match self.ledger.inherit(&self.k, child, parent) {
+            Ok(_) => {}
+            Err(e) if is_gone(&e) => {}
+            Err(e) => tracing::warn!(child, parent, "recording inherited attributes: {e}"),
+        }
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+    }
+
+    fn on_exit(&mut self, tid: u32, now_ns: u64) {
+        let last = self.k.task_stat(tid).ok().flatten();
+        self.reg.task_exited(tid, last.as_ref(), now_ns);
+        let _ = self.k.untrack(tid);
+        if let Err(e) = self.ledger.forget(tid) {
+            tracing::warn!(tid, "updating restore journal: {e}");
+        }
+        let _ = self.k.forget_sockets_of(&[tid]);
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+    }
+
+    /// A launched main process was reaped by the daemon.
+    pub fn process_reaped(&mut self, pid: u32, code: Option<i32>, signal: Option<i32>) {
+        self.reaped.insert(pid, JobState::Exited { code, signal });
+    }
+
+    /// Periodic work: counter snapshot, exits the event stream missed, job
+    /// completion, metrics. Returns jobs that finished in this poll.
+    pub fn poll(&mut self, now_ns: u64, agent_cpu_seconds: f64) -> Vec<JobId> {
+        self.handle_events(now_ns);
+        let stats = match self.k.task_stats() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("reading task counters: {e}");
+                Vec::new()
+            }
+        };
+        // Exits whose event was lost (ring buffer full) still show in the map.
+        let exited: Vec<u32> = stats.iter().filter(|(_, s)| s.exited_ns != 0).map(|(t, _)| *t).collect();
+        for tid in exited {
+            self.on_exit(tid, now_ns);
+        }
+        // Tasks that vanished without trace (never switched, or untracked).
+        let tracked: std::collections::HashSet<u32> = stats.iter().map(|(t, _)| *t).collect();
+        let missing: Vec<u32> = self
+            .reg
+            .tasks()
+            .map(|(t, _)| t)
+            .filter(|t| !tracked.contains(t) && self.k.start_time(*t).is_err())
+            .collect();
+        for tid in missing {
+            self.on_exit(tid, now_ns);
+        }
+        let live: Vec<_> = stats.into_iter().filter(|(_, s)| s.exited_ns == 0).collect();
+        self.reg.apply_snapshot(&live, now_ns);
+
+        let finished = self.finished_jobs();
+        for &id in &finished {
+            let state = self
+                .reg
+                .job(id)
+                .and_then(|j| j.pids.iter().find_map(|p| self.reaped.remove(p)))
+                .unwrap_or(JobState::Exited { code: None, signal: None });
+            for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
+                self.metrics.remove_job(dropped, "");
+            }
+        }
+        self.export_metrics(agent_cpu_seconds);
+        finished
+    }
+
+    fn finished_jobs(&self) -> Vec<JobId> {
+        self.reg
+            .jobs()
+            .filter(|j| j.state == JobState::Running && j.live.is_empty() && !j.pids.is_empty())
+            .filter(|j| {
+                j.pids
+                    .iter()
+                    .all(|p| self.reaped.contains_key(p) || self.k.start_time(*p).is_err())
+            })
+            .map(|j| j.id)
+            .collect()
+    }
+
+    fn export_metrics(&mut self, agent_cpu_seconds: f64) {
+        let jobs: Vec<_> = self.reg.jobs().map(|j| (j.id, j.name.clone(), j.totals)).collect();
+        for (id, name, t) in jobs {
+            self.metrics.update_job(id, &name, &t);
+        }
+        self.metrics.running_jobs.set(self.reg.running_jobs() as i64);
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+        if let Ok(d) = self.k.drops() {
+            self.metrics.update_drops(&d);
+        }
+        if let Ok(c) = self.k.program_costs() {
+            self.metrics.update_programs(&c);
+        }
+        self.metrics.update_agent_cpu(agent_cpu_seconds);
+    }
+
+    /// Drops a finished job's record and metric series.
+    pub fn forget_job(&mut self, id: JobId) -> Result<(), EngineError> {
+        let name = self.reg.job(id).map(|j| j.name.clone()).unwrap_or_default();
+        self.reg.forget(id)?;
+        self.metrics.remove_job(id, &name);
+        Ok(())
+    }
+
+    /// Validates and applies a new config (`Err` = it could not be read or
+    /// parsed). The old config stays unless the new one is fully valid.
+    pub fn reload(&mut self, new: Result<Config, ConfigError>) -> ReloadOutcome {
+        let outcome = match new.and_then(|c| self.cfg.check_reload(&c).map(|()| c)) {
+            Ok(c) => {
+                let changed = c != self.cfg;
+                self.cfg = c;
+                ReloadOutcome {
+                    accepted: true,
+                    message: if changed { "config applied".into() } else { "config unchanged".into() },
+                }
+            }
+            Err(e) => ReloadOutcome {
+                accepted: false,
+                message: format!("{e}; keeping the running config"),
+            },
+        };
+        let label = if outcome.accepted { "accepted" } else { "rejected" };
+        self.metrics.reloads.with_label_values(&[label]).inc();
+        self.metrics.config_ok.set(outcome.accepted as i64);
+        if outcome.accepted {
+            tracing::info!("config reload: {}", outcome.message);
+        } else {
+            tracing::error!("config reload rejected: {}", outcome.message);
+        }
+        self.last_reload = Some(outcome.clone());
+        outcome
+    }
+
+    pub fn status(&self) -> AgentStatus {
+        AgentStatus {
+            node: self.cfg.node.clone(),
+            policy: self.cfg.policy.clone(),
+            cpus: self.node_cpus(),
+            jobs: self.reg.jobs().count() as u32,
+            managed_tasks: self.reg.task_count() as u32,
+            config_path: self.config_path.clone(),
+            last_reload: self.last_reload.clone(),
+        }
+    }
+
+    /// Puts every task the agent changed back to its original attributes and
+    /// stops tracking everything.
+    pub fn shutdown(&mut self) -> RestoreReport {
+        let report = self.ledger.restore_all(&mut self.k);
+        let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
+        for tid in tids {
+            let _ = self.k.untrack(tid);
+        }
+        self.metrics.restored.with_label_values(&["restored"]).inc_by(report.restored as u64);
+        self.metrics.restored.with_label_values(&["gone"]).inc_by(report.gone as u64);
+        self.metrics.restored.with_label_values(&["failed"]).inc_by(report.failed.len() as u64);
+        report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{SchedAttr, fake::FakeKernel};
+    use cosched_agent_common::TaskStats;
+
+    fn engine() -> Engine<FakeKernel> {
+        let cfg = Config::parse("node = \"n0\"\ncpus = [0]", "test").unwrap();
+        Engine::new(FakeKernel::default(), cfg, RestoreLedger::new(None), "test", 2)
+    }
+
+    #[test]
+    fn adopting_a_process_tracks_every_thread() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn_thread(101, 100, SchedAttr::other(0));
+        assert_eq!(e.adopt(1, "a", &[100], None).unwrap(), 2);
+        assert!(e.k.tracked.contains_key(&100) && e.k.tracked.contains_key(&101));
+        assert_eq!(e.reg.task(101).unwrap().job, 1);
+    }
+
+    #[test]
+    fn adopting_unknown_pid_fails_and_leaves_nothing() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        assert!(matches!(e.adopt(1, "a", &[100, 555], None), Err(EngineError::NoSuchProcess(555))));
+        assert!(e.reg.job(1).is_none());
+        assert!(e.k.tracked.is_empty());
+    }
+
+    #[test]
+    fn job_sched_request_is_applied_and_undone_on_shutdown() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(-1));
+        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 10 })).unwrap();
+        assert_eq!(e.k.attr(100), SchedAttr::other(10));
+        let r = e.shutdown();
+        assert_eq!(r.restored, 1);
+        assert_eq!(e.k.attr(100), SchedAttr::other(-1));
+        assert!(e.k.tracked.is_empty(), "shutdown stops tracking");
+    }
+
+    #[test]
+    fn forked_thread_joins_its_job_and_is_restored_to_the_parent_original() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 4 })).unwrap();
+        // Kernel side: the child inherits nice 4 and the fork program tracks it.
+        e.k.spawn_thread(102, 100, SchedAttr::other(4));
+        e.k.track(102, 0, 1).unwrap();
+        e.k.events.push_back(Event { kind: event_kind::FORK, tid: 100, job_id: 1, flags: 0, ts_ns: 1, arg: 102 });
+        e.handle_events(2);
+        assert_eq!(e.reg.task(102).unwrap().job, 1);
+        e.shutdown();
+        assert_eq!(e.k.attr(102), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn exit_folds_final_counters_and_finishes_the_job() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.k.stats_mut(100).arrivals = 42;
+        e.k.exit(100, 10);
+        e.k.events.push_back(Event { kind: event_kind::EXIT, tid: 100, job_id: 1, flags: 0, ts_ns: 10, arg: 0 });
+        let finished = e.poll(20, 0.0);
+        assert_eq!(finished, vec![1]);
+        let j = e.reg.job(1).unwrap();
+        assert_eq!(j.totals.messages_observed, 42);
+        assert!(matches!(j.state, JobState::Exited { .. }));
+        assert!(!e.k.tracked.contains_key(&100), "exited task untracked");
+    }
+
+    #[test]
+    fn lost_exit_event_is_caught_by_the_poll() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.k.stats_mut(100).sends = 7;
+        e.k.exit(100, 10); // no event queued
+        assert_eq!(e.poll(20, 0.0), vec![1]);
+        assert_eq!(e.reg.job(1).unwrap().totals.sends, 7);
+    }
+
+    #[test]
+    fn reaped_exit_code_is_reported() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.reserve_job(1, "a", 0, None).unwrap();
+        e.manage_process(1, 100).unwrap();
+        e.k.exit(100, 5);
+        e.process_reaped(100, Some(3), None);
+        e.poll(10, 0.0);
+        assert_eq!(e.reg.job(1).unwrap().state, JobState::Exited { code: Some(3), signal: None });
+    }
+
+    #[test]
+    fn live_counters_reach_job_totals_and_metrics() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.adopt(7, "ring", &[100], None).unwrap();
+        *e.k.stats_mut(100) = TaskStats { arrivals: 5, spin_ns: 2_000_000_000, job_id: 7, ..TaskStats::default() };
+        e.poll(1, 0.0);
+        assert_eq!(e.reg.job(7).unwrap().totals.messages_observed, 5);
+        let text = e.metrics.render();
+        assert!(text.contains("cosched_job_spin_seconds_total{job=\"ring\",job_id=\"7\"} 2"), "{text}");
+    }
+
+    #[test]
+    fn invalid_reload_keeps_the_running_config() {
+        let mut e = engine();
+        let bad = Config::parse("node = \"n0\"\npolicy = \"nope\"", "t");
+        let out = e.reload(bad);
+        assert!(!out.accepted);
+        assert_eq!(e.cfg.policy, "local");
+        assert!(e.metrics.render().contains("cosched_config_reloads_total{outcome=\"rejected\"} 1"));
+        let renamed = Config::parse("node = \"other\"", "t");
+        assert!(!e.reload(renamed).accepted);
+        assert_eq!(e.cfg.node, "n0");
+    }
+
+    #[test]
+    fn valid_reload_is_applied() {
+        let mut e = engine();
+        let good = Config::parse("node = \"n0\"\ncpus = [0]\n[ebpf]\npoll_interval_ms = 5", "t");
+        assert!(e.reload(good).accepted);
+        assert_eq!(e.cfg.ebpf.poll_interval_ms, 5);
+    }
+}

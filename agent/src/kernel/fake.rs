@@ -1,0 +1,177 @@
+//! An in-memory [`Kernel`] for tests: tasks with attributes, a stopped flag
+//! and start times; a managed-task map whose counters tests set directly; a
+//! queue of eBPF events; and a log of every change the agent made.
+use std::{
+    collections::{BTreeMap, VecDeque},
+    io,
+};
+
+use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
+
+use super::{Kernel, ProgramCost, SchedAttr, TaskControl};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Call {
+    SetAttr(u32, SchedAttr),
+    Stop(u32),
+    Cont(u32),
+    Track(u32, u32),
+    Untrack(u32),
+}
+
+#[derive(Clone, Debug)]
+pub struct FakeTask {
+    pub tgid: u32,
+    pub start_time: u64,
+    pub attr: SchedAttr,
+    pub stopped: bool,
+}
+
+#[derive(Default)]
+pub struct FakeKernel {
+    pub tasks: BTreeMap<u32, FakeTask>,
+    pub tracked: BTreeMap<u32, TaskStats>,
+    pub cpus: BTreeMap<u32, CpuSlot>,
+    pub events: VecDeque<Event>,
+    pub calls: Vec<Call>,
+    /// tids whose set_attr fails with EPERM (to test error paths).
+    pub deny: Vec<u32>,
+}
+
+fn gone() -> io::Error {
+    io::Error::from_raw_os_error(libc::ESRCH)
+}
+
+impl FakeKernel {
+    /// Adds a process with one thread (tid == pid).
+    pub fn spawn(&mut self, pid: u32, attr: SchedAttr) {
+        self.spawn_thread(pid, pid, attr);
+    }
+
+    pub fn spawn_thread(&mut self, tid: u32, tgid: u32, attr: SchedAttr) {
+        self.tasks.insert(
+            tid,
+            FakeTask {
+                tgid,
+                start_time: 1000 + tid as u64,
+                attr,
+                stopped: false,
+            },
+        );
+    }
+
+    /// The task exits: it disappears, and its tracked entry gets `exited_ns`.
+    pub fn exit(&mut self, tid: u32, now: u64) {
+        self.tasks.remove(&tid);
+        if let Some(s) = self.tracked.get_mut(&tid) {
+            s.exited_ns = now;
+        }
+    }
+
+    pub fn attr(&self, tid: u32) -> SchedAttr {
+        self.tasks[&tid].attr
+    }
+
+    pub fn stats_mut(&mut self, tid: u32) -> &mut TaskStats {
+        self.tracked.get_mut(&tid).expect("task not tracked")
+    }
+}
+
+impl TaskControl for FakeKernel {
+    fn get_attr(&self, tid: u32) -> io::Result<SchedAttr> {
+        self.tasks.get(&tid).map(|t| t.attr).ok_or_else(gone)
+    }
+
+    fn set_attr(&mut self, tid: u32, attr: &SchedAttr) -> io::Result<()> {
+        if self.deny.contains(&tid) {
+            return Err(io::Error::from_raw_os_error(libc::EPERM));
+        }
+        let t = self.tasks.get_mut(&tid).ok_or_else(gone)?;
+        t.attr = *attr;
+        self.calls.push(Call::SetAttr(tid, *attr));
+        Ok(())
+    }
+
+    fn stop(&mut self, tid: u32) -> io::Result<()> {
+        self.tasks.get_mut(&tid).ok_or_else(gone)?.stopped = true;
+        self.calls.push(Call::Stop(tid));
+        Ok(())
+    }
+
+    fn cont(&mut self, tid: u32) -> io::Result<()> {
+        self.tasks.get_mut(&tid).ok_or_else(gone)?.stopped = false;
+        self.calls.push(Call::Cont(tid));
+        Ok(())
+    }
+
+    fn start_time(&self, tid: u32) -> io::Result<u64> {
+        self.tasks.get(&tid).map(|t| t.start_time).ok_or_else(gone)
+    }
+}
+
+impl Kernel for FakeKernel {
+
+    fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
+        if !self.tasks.contains_key(&pid) {
+            return Err(gone());
+        }
+        Ok(self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.tgid == pid)
+            .map(|(&tid, _)| tid)
+            .collect())
+    }
+
+    fn tgid(&self, tid: u32) -> io::Result<u32> {
+        self.tasks.get(&tid).map(|t| t.tgid).ok_or_else(gone)
+    }
+
+    fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()> {
+        self.tracked.entry(tid).or_insert(TaskStats {
+            job_id,
+            tgid,
+            ..TaskStats::default()
+        });
+        self.calls.push(Call::Track(tid, job_id));
+        Ok(())
+    }
+
+    fn untrack(&mut self, tid: u32) -> io::Result<()> {
+        self.tracked.remove(&tid);
+        self.calls.push(Call::Untrack(tid));
+        Ok(())
+    }
+
+    fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {
+        Ok(self.tracked.get(&tid).copied())
+    }
+
+    fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>> {
+        Ok(self.tracked.iter().map(|(&k, &v)| (k, v)).collect())
+    }
+
+    fn cpu_slots(&self, cpus: &[u32]) -> io::Result<Vec<(u32, CpuSlot)>> {
+        Ok(cpus
+            .iter()
+            .map(|c| (*c, self.cpus.get(c).copied().unwrap_or_default()))
+            .collect())
+    }
+
+    fn drain_events(&mut self, out: &mut Vec<Event>) -> io::Result<()> {
+        out.extend(self.events.drain(..));
+        Ok(())
+    }
+
+    fn forget_sockets_of(&mut self, _tids: &[u32]) -> io::Result<usize> {
+        Ok(0)
+    }
+
+    fn drops(&self) -> io::Result<Drops> {
+        Ok(Drops::default())
+    }
+
+    fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
+        Ok(Vec::new())
+    }
+}

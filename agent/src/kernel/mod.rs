@@ -1,0 +1,78 @@
+//! The one seam between the agent and the kernel.
+//!
+//! Everything the agent does to the system — scheduling attributes, signals,
+//! task identity, the eBPF managed-task map and counters — goes through the
+//! [`Kernel`] trait. [`linux::Linux`] is the real thing; [`fake::FakeKernel`]
+//! records calls and holds state in memory so the policy engine, the restore
+//! logic and the registry can be tested without root.
+pub mod fake;
+pub mod linux;
+pub mod sched_attr;
+
+use std::io;
+
+use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
+
+pub use sched_attr::{SchedAttr, SchedPolicy};
+
+/// Identity of a task that survives pid reuse: tid plus its start time (clock
+/// ticks since boot, field 22 of /proc/<tid>/stat).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct TaskId {
+    pub tid: u32,
+    pub start_time: u64,
+}
+
+/// Per-program eBPF cost counters read from the kernel's BPF stats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProgramCost {
+    pub name: String,
+    pub run_count: u64,
+    pub run_time_ns: u64,
+}
+
+/// What undoing needs: task attributes, signals and identity. The guardian
+/// (which restores after a crash) has only this part, no eBPF.
+pub trait TaskControl {
+    fn get_attr(&self, tid: u32) -> io::Result<SchedAttr>;
+    fn set_attr(&mut self, tid: u32, attr: &SchedAttr) -> io::Result<()>;
+    /// SIGSTOP to the task's thread group (a stopped gang member).
+    fn stop(&mut self, tid: u32) -> io::Result<()>;
+    /// SIGCONT to the task's thread group.
+    fn cont(&mut self, tid: u32) -> io::Result<()>;
+    /// Start time of the task, to tell it apart from a later task with the same tid.
+    fn start_time(&self, tid: u32) -> io::Result<u64>;
+}
+
+pub trait Kernel: TaskControl {
+    // --- task identity -----------------------------------------------------
+    /// Threads of a process.
+    fn threads(&self, pid: u32) -> io::Result<Vec<u32>>;
+    /// Thread-group id (process id) of a task.
+    fn tgid(&self, tid: u32) -> io::Result<u32>;
+
+    // --- eBPF maps ---------------------------------------------------------
+    /// Start tracking a task (insert into the managed-task map).
+    fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()>;
+    /// Stop tracking a task (remove it from the managed-task map).
+    fn untrack(&mut self, tid: u32) -> io::Result<()>;
+    /// Current counters of one tracked task (None if not tracked).
+    fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>>;
+    /// Current counters of every tracked task.
+    fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>>;
+    /// Who runs on each CPU.
+    fn cpu_slots(&self, cpus: &[u32]) -> io::Result<Vec<(u32, CpuSlot)>>;
+    /// Take the events queued by the eBPF programs (non-blocking).
+    fn drain_events(&mut self, out: &mut Vec<Event>) -> io::Result<()>;
+    /// Forget sockets owned by tasks that are gone.
+    fn forget_sockets_of(&mut self, tids: &[u32]) -> io::Result<usize>;
+    /// Records the eBPF side dropped, summed over CPUs.
+    fn drops(&self) -> io::Result<Drops>;
+    /// Run count and time of each eBPF program.
+    fn program_costs(&self) -> io::Result<Vec<ProgramCost>>;
+}
+
+/// `ESRCH`: the task is gone. Callers treat it as "nothing to do", never as a failure.
+pub fn is_gone(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESRCH) || e.kind() == io::ErrorKind::NotFound
+}

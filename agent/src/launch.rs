@@ -1,0 +1,168 @@
+//! Launching a job's processes so that they are managed from their first
+//! instruction.
+//!
+//! The agent starts `cosched-agent __gate -- <command> <args>`: the gate
+//! process waits on an inherited pipe (fd 3) while the agent puts it in the
+//! job's cgroup, tracks it in the eBPF map and applies the job's scheduling
+//! request; the agent then writes one byte and the gate execs the job program
+//! (same pid, attributes kept). If the agent dies before that, the gate sees
+//! EOF and exits without running anything.
+use std::{
+    fs,
+    io::{self, Read as _},
+    os::fd::{AsRawFd, FromRawFd, OwnedFd},
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context as _, bail};
+use cosched_proto::job::JobSpec;
+
+/// The fd the gate reads its go byte from.
+pub const GATE_FD: i32 = 3;
+
+/// A launched gate process waiting for its go byte.
+pub struct Gated {
+    pub child: tokio::process::Child,
+    pub pid: u32,
+    go: Option<OwnedFd>,
+    pub stdout: PathBuf,
+    pub stderr: PathBuf,
+}
+
+impl Gated {
+    /// Lets the job program start.
+    pub fn release(&mut self) -> io::Result<()> {
+        if let Some(fd) = self.go.take() {
+            let mut f = fs::File::from(fd);
+            io::Write::write_all(&mut f, b"g")?;
+        }
+        Ok(())
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid 2-int array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both fds were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn cpu_set(cpus: &[u32]) -> libc::cpu_set_t {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET only write inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        set
+    }
+}
+
+/// Spawns the gate for one rank of a job. `log_dir` receives its stdout/stderr.
+pub fn spawn_gated(spec: &JobSpec, node: &str, cpus: &[u32], log_dir: &Path) -> anyhow::Result<Gated> {
+    fs::create_dir_all(log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
+    let base = format!("job-{}-r{}", spec.job_id, spec.rank);
+    let stdout = log_dir.join(format!("{base}.out"));
+    let stderr = log_dir.join(format!("{base}.err"));
+    let out = fs::File::create(&stdout).with_context(|| format!("creating {}", stdout.display()))?;
+    let err = fs::File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
+    let exe = fs::read_link("/proc/self/exe").context("finding the agent executable")?;
+    let (rd, wr) = pipe()?;
+    let rd_raw = rd.as_raw_fd();
+    let set = cpu_set(if spec.cpus.is_empty() { cpus } else { &spec.cpus });
+
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.arg("__gate")
+        .arg("--")
+        .arg(&spec.command)
+        .args(&spec.args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()))
+        .envs(spec.cosched_env(node))
+        .envs(&spec.env)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .kill_on_drop(false);
+    // SAFETY: only async-signal-safe calls (setsid, dup2, sched_setaffinity)
+    // between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // Own session: a signal to the agent's terminal does not reach jobs,
+            // and `kill(-pid)` reaches the whole job.
+            libc::setsid();
+            if libc::dup2(rd_raw, GATE_FD) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().with_context(|| format!("starting {}", spec.command))?;
+    drop(rd);
+    let pid = child.id().context("launched process has no pid")?;
+    Ok(Gated {
+        child,
+        pid,
+        go: Some(wr),
+        stdout,
+        stderr,
+    })
+}
+
+/// The gate side: wait for the go byte on fd 3, then exec the job program.
+pub fn run_gate(command: &[String]) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt as _;
+    let Some((prog, args)) = command.split_first() else {
+        bail!("__gate needs a command");
+    };
+    // SAFETY: fd 3 was set up by the agent for this process alone.
+    let mut f = unsafe { fs::File::from_raw_fd(GATE_FD) };
+    let mut b = [0u8; 1];
+    if f.read(&mut b)? != 1 {
+        bail!("agent went away before releasing the job; not starting {prog}");
+    }
+    drop(f);
+    let e = std::process::Command::new(prog).args(args).exec();
+    Err(anyhow::anyhow!("cannot execute {prog}: {e}"))
+}
+
+/// cgroup v2 directory of one rank of a job.
+pub fn job_cgroup(root: &Path, spec: &JobSpec) -> PathBuf {
+    root.join(format!("job-{}-r{}", spec.job_id, spec.rank))
+}
+
+/// Creates the job cgroup and moves `pid` into it.
+pub fn enter_cgroup(dir: &Path, pid: u32) -> anyhow::Result<()> {
+    fs::create_dir_all(dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
+    fs::write(dir.join("cgroup.procs"), pid.to_string())
+        .with_context(|| format!("moving {pid} into {}", dir.display()))
+}
+
+/// Kills every process of a job: the cgroup when there is one, else the
+/// process group the gate's setsid made.
+pub fn kill_job(cgroup: Option<&Path>, pids: &[u32]) {
+    if let Some(dir) = cgroup
+        && fs::write(dir.join("cgroup.kill"), "1").is_ok()
+    {
+        return;
+    }
+    for &p in pids {
+        // SAFETY: plain syscalls; negative pid = process group.
+        unsafe {
+            libc::kill(-(p as i32), libc::SIGKILL);
+            libc::kill(p as i32, libc::SIGKILL);
+        }
+    }
+}
+
+/// Removes an empty job cgroup (best effort: it may still hold a zombie).
+pub fn remove_cgroup(dir: &Path) {
+    let _ = fs::remove_dir(dir);
+}

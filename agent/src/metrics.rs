@@ -1,0 +1,223 @@
+//! Prometheus metrics of the agent (`cosched_` prefix, help on every metric,
+//! labels bounded: `job` series exist only for jobs the agent tracks, at most
+//! `max_jobs + finished_retention`, and are removed when a job is forgotten).
+use std::collections::HashMap;
+
+use cosched_proto::{control::JobStats, job::JobId};
+use prometheus::{
+    CounterVec, Encoder as _, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+};
+
+use crate::kernel::ProgramCost;
+
+pub struct Metrics {
+    registry: Registry,
+    job_cpu: CounterVec,
+    job_spin: CounterVec,
+    job_messages: IntCounterVec,
+    job_empty_receives: IntCounterVec,
+    job_switches: IntCounterVec,
+    pub managed_tasks: IntGauge,
+    pub running_jobs: IntGauge,
+    pub events: IntCounterVec,
+    pub event_wakeups: IntCounter,
+    ebpf_runs: IntCounterVec,
+    ebpf_seconds: CounterVec,
+    ebpf_drops: IntCounterVec,
+    pub reloads: IntCounterVec,
+    pub config_ok: IntGauge,
+    pub actions: IntCounterVec,
+    pub action_errors: IntCounterVec,
+    pub restored: IntCounterVec,
+    agent_cpu: prometheus::Counter,
+    /// Last totals exported per job, to turn totals into counter increments.
+    last_job: HashMap<JobId, JobStats>,
+    last_prog: HashMap<String, ProgramCost>,
+    last_drops: [u64; 3],
+    last_agent_cpu: f64,
+}
+
+fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, m: T) -> T {
+    r.register(Box::new(m.clone())).expect("metric names are unique");
+    m
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let r = Registry::new();
+        let job = &["job_id", "job"];
+        let cv = |name: &str, help: &str, labels: &[&str]| {
+            reg(&r, CounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+        };
+        let icv = |name: &str, help: &str, labels: &[&str]| {
+            reg(&r, IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+        };
+        let ig = |name: &str, help: &str| reg(&r, IntGauge::new(name, help).expect("valid metric"));
+        Self {
+            job_cpu: cv("cosched_job_cpu_seconds_total", "CPU time of the job's tasks on this node, from eBPF sched_switch accounting.", job),
+            job_spin: cv("cosched_job_spin_seconds_total", "Time the job's tasks spent spinning on empty non-blocking receives.", job),
+            job_messages: icv("cosched_job_messages_received_total", "Message arrivals (socket data-ready) for the job's sockets.", job),
+            job_empty_receives: icv("cosched_job_empty_receives_total", "Receives by the job's tasks that found no data (EAGAIN).", job),
+            job_switches: icv("cosched_job_context_switches_total", "Context switches out of the job's tasks, by kind (voluntary: blocked or yielded; preempted: still runnable).", &["job_id", "job", "kind"]),
+            managed_tasks: ig("cosched_managed_tasks", "Tasks (threads) the agent tracks."),
+            running_jobs: ig("cosched_running_jobs", "Jobs with live processes on this node."),
+            events: icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]),
+            event_wakeups: reg(&r, IntCounter::new("cosched_agent_event_wakeups_total", "Times the agent woke up to drain the event ring buffer (events are batched, not one wakeup each).").expect("valid metric")),
+            ebpf_runs: icv("cosched_ebpf_program_runs_total", "Runs of each eBPF program (kernel BPF stats).", &["program"]),
+            ebpf_seconds: cv("cosched_ebpf_program_run_seconds_total", "Time spent running each eBPF program (kernel BPF stats).", &["program"]),
+            ebpf_drops: icv("cosched_ebpf_drops_total", "Records the eBPF programs could not deliver, by reason.", &["reason"]),
+            reloads: icv("cosched_config_reloads_total", "Config reload attempts, by outcome (accepted, rejected).", &["outcome"]),
+            config_ok: ig("cosched_config_last_reload_ok", "1 if the last config reload was accepted (or none happened), 0 if rejected."),
+            actions: icv("cosched_actions_total", "Scheduling actions applied to tasks, by action.", &["action"]),
+            action_errors: icv("cosched_action_errors_total", "Scheduling actions that failed (other than the task having exited), by action.", &["action"]),
+            restored: icv("cosched_restored_tasks_total", "Tasks put back to their original scheduling attributes, by result (restored, gone, failed).", &["result"]),
+            agent_cpu: reg(&r, prometheus::Counter::new("cosched_agent_cpu_seconds_total", "CPU time used by the agent process itself.").expect("valid metric")),
+            registry: r,
+            last_job: HashMap::new(),
+            last_prog: HashMap::new(),
+            last_drops: [0; 3],
+            last_agent_cpu: 0.0,
+        }
+    }
+
+    /// Exports a job's new totals as counter increments.
+    pub fn update_job(&mut self, id: JobId, name: &str, t: &JobStats) {
+        let prev = self.last_job.entry(id).or_default();
+        let ids = id.to_string();
+        let l = [ids.as_str(), name];
+        let df = |a: f64, b: f64| (a - b).max(0.0);
+        let du = |a: u64, b: u64| a.saturating_sub(b);
+        self.job_cpu.with_label_values(&l).inc_by(df(t.cpu_seconds, prev.cpu_seconds));
+        self.job_spin.with_label_values(&l).inc_by(df(t.spin_seconds, prev.spin_seconds));
+        self.job_messages.with_label_values(&l).inc_by(du(t.messages_observed, prev.messages_observed));
+        self.job_empty_receives.with_label_values(&l).inc_by(du(t.empty_receives, prev.empty_receives));
+        self.job_switches.with_label_values(&[l[0], l[1], "voluntary"]).inc_by(du(t.switches_voluntary, prev.switches_voluntary));
+        self.job_switches.with_label_values(&[l[0], l[1], "preempted"]).inc_by(du(t.switches_preempted, prev.switches_preempted));
+        *prev = *t;
+    }
+
+    /// Removes a forgotten job's series.
+    pub fn remove_job(&mut self, id: JobId, name: &str) {
+        self.last_job.remove(&id);
+        let ids = id.to_string();
+        let l = [ids.as_str(), name];
+        let _ = self.job_cpu.remove_label_values(&l);
+        let _ = self.job_spin.remove_label_values(&l);
+        let _ = self.job_messages.remove_label_values(&l);
+        let _ = self.job_empty_receives.remove_label_values(&l);
+        for kind in ["voluntary", "preempted"] {
+            let _ = self.job_switches.remove_label_values(&[l[0], l[1], kind]);
+        }
+    }
+
+    pub fn update_programs(&mut self, costs: &[ProgramCost]) {
+        for c in costs {
+            let prev = self.last_prog.entry(c.name.clone()).or_default();
+            self.ebpf_runs.with_label_values(&[&c.name]).inc_by(c.run_count.saturating_sub(prev.run_count));
+            self.ebpf_seconds
+                .with_label_values(&[&c.name])
+                .inc_by(c.run_time_ns.saturating_sub(prev.run_time_ns) as f64 / 1e9);
+            *prev = c.clone();
+        }
+    }
+
+    pub fn update_drops(&mut self, d: &cosched_agent_common::Drops) {
+        let now = [d.ring_full, d.tasks_full, d.sockets_full];
+        for (i, reason) in ["ring_full", "tasks_full", "sockets_full"].into_iter().enumerate() {
+            self.ebpf_drops.with_label_values(&[reason]).inc_by(now[i].saturating_sub(self.last_drops[i]));
+        }
+        self.last_drops = now;
+    }
+
+    pub fn update_agent_cpu(&mut self, seconds: f64) {
+        self.agent_cpu.inc_by((seconds - self.last_agent_cpu).max(0.0));
+        self.last_agent_cpu = seconds;
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut buf)
+            .expect("text encoding cannot fail");
+        String::from_utf8(buf).expect("prometheus text is UTF-8")
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+/// Serves `GET /metrics` from `registry` until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, registry: Registry) -> std::io::Result<()> {
+    use axum::{Router, routing::get};
+    let app = Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let registry = registry.clone();
+                async move {
+                    let mut buf = Vec::new();
+                    let _ = TextEncoder::new().encode(&registry.gather(), &mut buf);
+                    (
+                        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        buf,
+                    )
+                }
+            }),
+        )
+        .route("/", get(|| async { "cosched-agent: see /metrics\n" }));
+    axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_totals_become_counter_increments_and_every_metric_has_help() {
+        let mut m = Metrics::new();
+        let t1 = JobStats {
+            messages_observed: 10,
+            cpu_seconds: 1.0,
+            ..JobStats::default()
+        };
+        m.update_job(3, "ring", &t1);
+        let t2 = JobStats {
+            messages_observed: 25,
+            cpu_seconds: 1.5,
+            ..t1
+        };
+        m.update_job(3, "ring", &t2);
+        let text = m.render();
+        assert!(text.contains("cosched_job_messages_received_total{job=\"ring\",job_id=\"3\"} 25"), "{text}");
+        assert!(text.contains("cosched_job_cpu_seconds_total{job=\"ring\",job_id=\"3\"} 1.5"), "{text}");
+        for line in text.lines().filter(|l| l.starts_with("# HELP")) {
+            assert!(line.split_whitespace().count() > 3, "empty help: {line}");
+        }
+    }
+
+    #[test]
+    fn forgotten_job_series_disappear() {
+        let mut m = Metrics::new();
+        m.update_job(3, "ring", &JobStats { messages_observed: 1, ..JobStats::default() });
+        m.remove_job(3, "ring");
+        assert!(!m.render().contains("job_id=\"3\""));
+    }
+
+    #[test]
+    fn program_costs_are_exported_as_deltas() {
+        let mut m = Metrics::new();
+        let c = |n, t| ProgramCost { name: "sched_switch".into(), run_count: n, run_time_ns: t };
+        m.update_programs(&[c(100, 30_000)]);
+        m.update_programs(&[c(150, 45_000)]);
+        let text = m.render();
+        assert!(text.contains("cosched_ebpf_program_runs_total{program=\"sched_switch\"} 150"), "{text}");
+    }
+}

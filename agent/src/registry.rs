@@ -1,0 +1,333 @@
+//! Which jobs and tasks this agent manages, and their per-job totals.
+//!
+//! Pure bookkeeping (no syscalls): the engine feeds it what the kernel said —
+//! tasks tracked, forks, exits, counter snapshots — and reads per-job totals.
+//! Counters of exited tasks are folded into their job before the task's map
+//! entry is dropped, so a job's totals never go backwards.
+use std::collections::{BTreeMap, BTreeSet};
+
+use cosched_agent_common::TaskStats;
+use cosched_proto::{
+    control::{JobInfo, JobState, JobStats},
+    job::{JobId, SchedRequest},
+};
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: JobId,
+    pub name: String,
+    pub rank: u32,
+    /// Main processes (launched or adopted).
+    pub pids: Vec<u32>,
+    pub state: JobState,
+    pub sched: Option<SchedRequest>,
+    /// Live tasks (threads) of the job.
+    pub live: BTreeSet<u32>,
+    /// Totals of tasks that have exited.
+    pub exited: JobStats,
+    /// Totals including live tasks as of the last snapshot.
+    pub totals: JobStats,
+    pub stdout: Option<String>,
+    pub stderr: Option<String>,
+    /// Order in which jobs finished, for retention.
+    finished_seq: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskEntry {
+    pub job: JobId,
+    pub tgid: u32,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    #[error("job {0} already exists on this node")]
+    Duplicate(JobId),
+    #[error("unknown job {0}")]
+    UnknownJob(JobId),
+    #[error("this node already manages {0} jobs (max_jobs)")]
+    Full(u32),
+    #[error("job {0} is still running")]
+    StillRunning(JobId),
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    jobs: BTreeMap<JobId, Job>,
+    tasks: BTreeMap<u32, TaskEntry>,
+    finished_counter: u64,
+}
+
+/// Converts one task's eBPF counters to job-stat units. `now_ns` (CLOCK_MONOTONIC,
+/// the eBPF clock) adds the current run of a task that is on CPU.
+pub fn task_totals(s: &TaskStats, now_ns: u64) -> JobStats {
+    let running = if s.run_start_ns != 0 && s.exited_ns == 0 {
+        now_ns.saturating_sub(s.run_start_ns)
+    } else {
+        0
+    };
+    JobStats {
+        cpu_seconds: (s.oncpu_ns + running) as f64 / 1e9,
+        spin_seconds: s.spin_ns as f64 / 1e9,
+        messages_observed: s.arrivals,
+        receives: s.recv_ok,
+        empty_receives: s.recv_empty,
+        sends: s.sends,
+        switches_in: s.switches_in,
+        switches_voluntary: s.switches_out_voluntary,
+        switches_preempted: s.switches_out_preempted,
+    }
+}
+
+pub fn add(a: &mut JobStats, b: &JobStats) {
+    a.cpu_seconds += b.cpu_seconds;
+    a.spin_seconds += b.spin_seconds;
+    a.messages_observed += b.messages_observed;
+    a.receives += b.receives;
+    a.empty_receives += b.empty_receives;
+    a.sends += b.sends;
+    a.switches_in += b.switches_in;
+    a.switches_voluntary += b.switches_voluntary;
+    a.switches_preempted += b.switches_preempted;
+}
+
+impl Registry {
+    pub fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values()
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    pub fn job_mut(&mut self, id: JobId) -> Option<&mut Job> {
+        self.jobs.get_mut(&id)
+    }
+
+    pub fn task(&self, tid: u32) -> Option<TaskEntry> {
+        self.tasks.get(&tid).copied()
+    }
+
+    pub fn tasks(&self) -> impl Iterator<Item = (u32, TaskEntry)> + '_ {
+        self.tasks.iter().map(|(&t, &e)| (t, e))
+    }
+
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    pub fn running_jobs(&self) -> usize {
+        self.jobs.values().filter(|j| j.state == JobState::Running).count()
+    }
+
+    pub fn add_job(
+        &mut self,
+        id: JobId,
+        name: &str,
+        rank: u32,
+        sched: Option<SchedRequest>,
+        max_jobs: u32,
+    ) -> Result<(), RegistryError> {
+        if self.jobs.contains_key(&id) {
+            return Err(RegistryError::Duplicate(id));
+        }
+        if self.running_jobs() >= max_jobs as usize {
+            return Err(RegistryError::Full(max_jobs));
+        }
+        self.jobs.insert(
+            id,
+            Job {
+                id,
+                name: name.to_string(),
+                rank,
+                pids: Vec::new(),
+                state: JobState::Running,
+                sched,
+                live: BTreeSet::new(),
+                exited: JobStats::default(),
+                totals: JobStats::default(),
+                stdout: None,
+                stderr: None,
+                finished_seq: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// A task of `job` is now tracked. Returns false if the job is unknown.
+    pub fn add_task(&mut self, job: JobId, tid: u32, tgid: u32) -> bool {
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return false;
+        };
+        j.live.insert(tid);
+        self.tasks.insert(tid, TaskEntry { job, tgid });
+        true
+    }
+
+    /// A task exited; its final counters are folded into its job. Returns the
+    /// job if that was the job's last live task.
+    pub fn task_exited(&mut self, tid: u32, last: Option<&TaskStats>, now_ns: u64) -> Option<JobId> {
+        let entry = self.tasks.remove(&tid)?;
+        let job = self.jobs.get_mut(&entry.job)?;
+        job.live.remove(&tid);
+        if let Some(s) = last {
+            add(&mut job.exited, &task_totals(s, now_ns));
+        }
+        job.live.is_empty().then_some(entry.job)
+    }
+
+    /// Recomputes per-job totals from a counter snapshot of live tasks.
+    pub fn apply_snapshot(&mut self, stats: &[(u32, TaskStats)], now_ns: u64) {
+        for j in self.jobs.values_mut() {
+            j.totals = j.exited;
+        }
+        for (tid, s) in stats {
+            if let Some(e) = self.tasks.get(tid)
+                && let Some(j) = self.jobs.get_mut(&e.job)
+            {
+                add(&mut j.totals, &task_totals(s, now_ns));
+            }
+        }
+    }
+
+    /// Marks a job finished (all processes gone) and drops the oldest finished
+    /// jobs beyond `retention`. Returns the ids dropped, whose metric series
+    /// must go too.
+    pub fn finish(&mut self, id: JobId, state: JobState, retention: u32) -> Vec<JobId> {
+        self.finished_counter += 1;
+        let seq = self.finished_counter;
+        if let Some(j) = self.jobs.get_mut(&id) {
+            if j.state == JobState::Running {
+                j.totals = j.exited;
+                j.finished_seq = seq;
+            }
+            j.state = state;
+        }
+        let mut finished: Vec<(u64, JobId)> = self
+            .jobs
+            .values()
+            .filter(|j| j.state != JobState::Running)
+            .map(|j| (j.finished_seq, j.id))
+            .collect();
+        finished.sort_unstable();
+        let excess = finished.len().saturating_sub(retention as usize);
+        let dropped: Vec<JobId> = finished[..excess].iter().map(|&(_, id)| id).collect();
+        for id in &dropped {
+            self.jobs.remove(id);
+        }
+        dropped
+    }
+
+    /// Drops a finished job.
+    pub fn forget(&mut self, id: JobId) -> Result<(), RegistryError> {
+        match self.jobs.get(&id) {
+            None => Err(RegistryError::UnknownJob(id)),
+            Some(j) if j.state == JobState::Running => Err(RegistryError::StillRunning(id)),
+            Some(_) => {
+                self.jobs.remove(&id);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn info(&self, j: &Job) -> JobInfo {
+        JobInfo {
+            job_id: j.id,
+            name: j.name.clone(),
+            rank: j.rank,
+            state: j.state.clone(),
+            pids: j.pids.clone(),
+            live_tasks: j.live.len() as u32,
+            stats: j.totals,
+            stdout: j.stdout.clone(),
+            stderr: j.stderr.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(oncpu_ns: u64, arrivals: u64) -> TaskStats {
+        TaskStats {
+            oncpu_ns,
+            arrivals,
+            ..TaskStats::default()
+        }
+    }
+
+    fn registry_with_job() -> Registry {
+        let mut r = Registry::default();
+        r.add_job(1, "a", 0, None, 8).unwrap();
+        r.add_task(1, 100, 100);
+        r.add_task(1, 101, 100);
+        r
+    }
+
+    #[test]
+    fn job_totals_sum_live_tasks() {
+        let mut r = registry_with_job();
+        r.apply_snapshot(&[(100, stats(1_000_000_000, 5)), (101, stats(500_000_000, 2))], 0);
+        let t = r.job(1).unwrap().totals;
+        assert_eq!(t.messages_observed, 7);
+        assert!((t.cpu_seconds - 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn running_task_counts_its_current_run() {
+        let mut r = registry_with_job();
+        let s = TaskStats {
+            oncpu_ns: 1_000,
+            run_start_ns: 10_000,
+            ..TaskStats::default()
+        };
+        r.apply_snapshot(&[(100, s)], 12_000);
+        assert!((r.job(1).unwrap().totals.cpu_seconds - 3e-6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn totals_never_go_backwards_when_a_task_exits() {
+        let mut r = registry_with_job();
+        r.apply_snapshot(&[(100, stats(10, 5)), (101, stats(10, 2))], 0);
+        assert_eq!(r.task_exited(101, Some(&stats(10, 2)), 0), None);
+        // Entry of 101 is gone from the map now.
+        r.apply_snapshot(&[(100, stats(10, 6))], 0);
+        assert_eq!(r.job(1).unwrap().totals.messages_observed, 8);
+    }
+
+    #[test]
+    fn last_task_exit_reports_the_job() {
+        let mut r = registry_with_job();
+        assert_eq!(r.task_exited(100, None, 0), None);
+        assert_eq!(r.task_exited(101, None, 0), Some(1));
+        assert_eq!(r.task_count(), 0);
+    }
+
+    #[test]
+    fn duplicate_and_excess_jobs_are_refused() {
+        let mut r = registry_with_job();
+        assert_eq!(r.add_job(1, "b", 0, None, 8), Err(RegistryError::Duplicate(1)));
+        assert_eq!(r.add_job(2, "b", 0, None, 1), Err(RegistryError::Full(1)));
+    }
+
+    #[test]
+    fn finished_jobs_beyond_retention_are_dropped_oldest_first() {
+        let mut r = Registry::default();
+        for id in 1..=3 {
+            r.add_job(id, "j", 0, None, 8).unwrap();
+        }
+        let exited = JobState::Exited { code: Some(0), signal: None };
+        assert!(r.finish(2, exited.clone(), 2).is_empty());
+        assert!(r.finish(1, exited.clone(), 2).is_empty());
+        assert_eq!(r.finish(3, exited, 2), vec![2]);
+        assert!(r.job(2).is_none() && r.job(1).is_some());
+    }
+
+    #[test]
+    fn running_job_cannot_be_forgotten() {
+        let mut r = registry_with_job();
+        assert_eq!(r.forget(1), Err(RegistryError::StillRunning(1)));
+        assert_eq!(r.forget(9), Err(RegistryError::UnknownJob(9)));
+    }
+}

@@ -1,0 +1,358 @@
+//! The restore ledger: the original scheduling attributes of every task the
+//! agent changed, kept in memory and in a journal file so they can be put back
+//! on exit, on SIGTERM, by the guardian after a crash, and by the next agent
+//! after a restart.
+//!
+//! An entry is written *before* the first change to a task (write-ahead), and
+//! again only the first time the agent stops the task, so the journal is
+//! touched once or twice per task, never per boost.
+use std::{
+    collections::BTreeMap,
+    fs, io,
+    path::{Path, PathBuf},
+};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{SchedAttr, TaskControl, TaskId, is_gone};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub task: TaskId,
+    pub original: SchedAttr,
+    /// The agent stopped this task at least once: restoring sends SIGCONT.
+    pub ever_stopped: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RestoreReport {
+    /// Tasks put back to their original attributes.
+    pub restored: usize,
+    /// Tasks already gone (exited, or the tid now belongs to another task).
+    pub gone: usize,
+    /// Tasks that could not be restored, with the reason.
+    pub failed: Vec<(u32, String)>,
+}
+
+#[derive(Debug, Default)]
+pub struct RestoreLedger {
+    journal: Option<PathBuf>,
+    entries: BTreeMap<u32, Entry>,
+}
+
+impl RestoreLedger {
+    /// A ledger persisted at `journal` (None: memory only, for tests).
+    pub fn new(journal: Option<PathBuf>) -> Self {
+        Self {
+            journal,
+            entries: BTreeMap::new(),
+        }
+    }
+
+    /// Reads the journal a previous agent left behind (after a crash or
+    /// SIGKILL). A missing file is an empty ledger; a corrupt one is an error
+    /// naming the file, so nothing is silently dropped.
+    pub fn load(journal: &Path) -> io::Result<Self> {
+        let entries = match fs::read(journal) {
+            Ok(bytes) if bytes.is_empty() => BTreeMap::new(),
+            Ok(bytes) => serde_json::from_slice::<Vec<Entry>>(&bytes)
+                .map_err(|e| io::Error::other(format!("corrupt restore journal {}: {e}", journal.display())))?
+                .into_iter()
+                .map(|e| (e.task.tid, e))
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(Self {
+            journal: Some(journal.to_path_buf()),
+            entries,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn get(&self, tid: u32) -> Option<&Entry> {
+        self.entries.get(&tid)
+    }
+
+    /// Returns the task's original attributes, recording them (and writing the
+    /// journal) first if this is the first change to the task.
+    pub fn original(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<SchedAttr> {
+        if let Some(e) = self.entries.get(&tid) {
+            return Ok(e.original);
+        }
+        let task = TaskId {
+            tid,
+            start_time: k.start_time(tid)?,
+        };
+        let original = k.get_attr(tid)?;
+        self.entries.insert(
+            tid,
+            Entry {
+                task,
+                original,
+                ever_stopped: false,
+            },
+        );
+        self.persist()?;
+        Ok(original)
+    }
+
+    /// A child forked by a task the agent changed inherited the changed
+    /// attributes; its original is the parent's original.
+    pub fn inherit(&mut self, k: &impl TaskControl, child: u32, parent: u32) -> io::Result<bool> {
+        let Some(p) = self.entries.get(&parent).copied() else {
+            return Ok(false);
+        };
+        if self.entries.contains_key(&child) {
+            return Ok(false);
+        }
+        let task = TaskId {
+            tid: child,
+            start_time: k.start_time(child)?,
+        };
+        self.entries.insert(
+            child,
+            Entry {
+                task,
+                original: p.original,
+                ever_stopped: false,
+            },
+        );
+        self.persist()?;
+        Ok(true)
+    }
+
+    /// Notes (durably) that the agent is about to stop the task.
+    pub fn will_stop(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<()> {
+        self.original(k, tid)?;
+        let e = self.entries.get_mut(&tid).expect("recorded above");
+        if !e.ever_stopped {
+            e.ever_stopped = true;
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// The task exited: nothing to restore any more.
+    pub fn forget(&mut self, tid: u32) -> io::Result<()> {
+        if self.entries.remove(&tid).is_some() {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
+    /// Puts one task back and drops its entry.
+    pub fn restore_one(&mut self, k: &mut impl TaskControl, tid: u32) -> io::Result<bool> {
+        let Some(e) = self.entries.get(&tid).copied() else {
+            return Ok(false);
+        };
+        let r = restore_entry(k, &e);
+        self.entries.remove(&tid);
+        self.persist()?;
+        r
+    }
+
+    /// Puts every task back, then empties the journal. Failures are reported,
+    /// not fatal: every other task is still restored.
+    pub fn restore_all(&mut self, k: &mut impl TaskControl) -> RestoreReport {
+        let mut report = RestoreReport::default();
+        for e in self.entries.values() {
+            match restore_entry(k, e) {
+                Ok(true) => report.restored += 1,
+                Ok(false) => report.gone += 1,
+                Err(err) => report.failed.push((e.task.tid, err.to_string())),
+            }
+        }
+        self.entries.clear();
+        if let Err(e) = self.persist() {
+            report.failed.push((0, format!("clearing journal: {e}")));
+        }
+        report
+    }
+
+    fn persist(&self) -> io::Result<()> {
+        let Some(path) = &self.journal else {
+            return Ok(());
+        };
+        if self.entries.is_empty() {
+            return match fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            };
+        }
+        let list: Vec<&Entry> = self.entries.values().collect();
+        let tmp = path.with_extension("tmp");
+        let bytes = serde_json::to_vec(&list).map_err(io::Error::other)?;
+        {
+            use std::io::Write as _;
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, path)
+    }
+}
+
+/// Restores one task if it is still the same task. Ok(false): it is gone.
+fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
+    let tid = e.task.tid;
+    match k.start_time(tid) {
+        Ok(st) if st == e.task.start_time => {}
+        Ok(_) => return Ok(false), // tid reused by another task: leave it alone
+        Err(err) if is_gone(&err) => return Ok(false),
+        Err(err) => return Err(err),
+    }
+    let res = (|| {
+        if k.get_attr(tid)? != e.original {
+            k.set_attr(tid, &e.original)?;
+        }
+        if e.ever_stopped {
+            k.cont(tid)?;
+        }
+        Ok(true)
+    })();
+    match res {
+        Err(err) if is_gone(&err) => Ok(false),
+        r => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{SchedPolicy, fake::FakeKernel};
+    use crate::kernel::TaskControl as _;
+
+    fn boosted() -> SchedAttr {
+        SchedAttr::with_policy(SchedPolicy::Fifo, 0, 10)
+    }
+
+    #[test]
+    fn changed_task_gets_its_original_attributes_back() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(3));
+        let mut l = RestoreLedger::new(None);
+        assert_eq!(l.original(&k, 10).unwrap(), SchedAttr::other(3));
+        k.set_attr(10, &boosted()).unwrap();
+        let r = l.restore_all(&mut k);
+        assert_eq!(r.restored, 1);
+        assert_eq!(k.attr(10), SchedAttr::other(3));
+        assert!(l.is_empty());
+    }
+
+    #[test]
+    fn original_is_recorded_once_not_overwritten_by_later_changes() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.original(&k, 10).unwrap();
+        k.set_attr(10, &boosted()).unwrap();
+        assert_eq!(l.original(&k, 10).unwrap(), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn forked_child_of_changed_task_is_restored_to_parent_original() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.original(&k, 10).unwrap();
+        k.set_attr(10, &SchedAttr::other(5)).unwrap();
+        // The child inherits nice 5 from its parent.
+        k.spawn(11, SchedAttr::other(5));
+        assert!(l.inherit(&k, 11, 10).unwrap());
+        l.restore_all(&mut k);
+        assert_eq!(k.attr(11), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn stopped_task_is_continued_on_restore() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.will_stop(&k, 10).unwrap();
+        k.stop(10).unwrap();
+        l.restore_all(&mut k);
+        assert!(!k.tasks[&10].stopped);
+    }
+
+    #[test]
+    fn reused_tid_is_left_alone() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.original(&k, 10).unwrap();
+        // The task exits and an unrelated one gets the same tid.
+        k.tasks.remove(&10);
+        k.spawn(10, boosted());
+        k.tasks.get_mut(&10).unwrap().start_time += 1;
+        let r = l.restore_all(&mut k);
+        assert_eq!((r.restored, r.gone), (0, 1));
+        assert_eq!(k.attr(10), boosted(), "another task's attributes must not be touched");
+    }
+
+    #[test]
+    fn exited_task_counts_as_gone_not_failed() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.original(&k, 10).unwrap();
+        k.exit(10, 5);
+        let r = l.restore_all(&mut k);
+        assert_eq!((r.restored, r.gone, r.failed.len()), (0, 1, 0));
+    }
+
+    #[test]
+    fn one_failure_does_not_stop_the_others() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        k.spawn(11, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(None);
+        l.original(&k, 10).unwrap();
+        l.original(&k, 11).unwrap();
+        k.set_attr(10, &boosted()).unwrap();
+        k.set_attr(11, &boosted()).unwrap();
+        k.deny.push(10);
+        let r = l.restore_all(&mut k);
+        assert_eq!(r.restored, 1);
+        assert_eq!(r.failed.len(), 1);
+        assert_eq!(k.attr(11), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn journal_survives_a_crash_and_a_new_agent_restores_from_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("restore.json");
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(-2));
+        {
+            let mut l = RestoreLedger::new(Some(path.clone()));
+            l.will_stop(&k, 10).unwrap();
+            k.set_attr(10, &boosted()).unwrap();
+            k.stop(10).unwrap();
+            // The agent dies here: the ledger is dropped without restoring.
+        }
+        let mut next = RestoreLedger::load(&path).unwrap();
+        assert_eq!(next.len(), 1);
+        let r = next.restore_all(&mut k);
+        assert_eq!(r.restored, 1);
+        assert_eq!(k.attr(10), SchedAttr::other(-2));
+        assert!(!k.tasks[&10].stopped);
+        assert!(!path.exists(), "journal removed once everything is restored");
+    }
+
+    #[test]
+    fn corrupt_journal_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("restore.json");
+        fs::write(&path, b"{not json").unwrap();
+        let e = RestoreLedger::load(&path).unwrap_err();
+        assert!(e.to_string().contains("restore.json"), "{e}");
+    }
+}

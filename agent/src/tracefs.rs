@@ -1,0 +1,139 @@
+//! tracefs: making sure it is mounted, and checking that the running kernel's
+//! tracepoint record layouts are the ones the eBPF programs were built for.
+use std::{fs, io, path::Path};
+
+use anyhow::{Context as _, bail};
+use cosched_agent_common::layout::{self, Field};
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Mounts tracefs at /sys/kernel/tracing when it is not there (a fresh boot,
+/// or a mount namespace made by `ip netns exec`). aya attaches tracepoints
+/// through it.
+pub fn ensure_mounted() -> anyhow::Result<()> {
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    let src = c"tracefs";
+    let target = c"/sys/kernel/tracing";
+    // SAFETY: valid NUL-terminated strings, no data argument.
+    let rc = unsafe {
+        libc::mount(src.as_ptr(), target.as_ptr(), src.as_ptr(), 0, std::ptr::null())
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error()).context("mounting tracefs at /sys/kernel/tracing");
+    }
+    Ok(())
+}
+
+/// A field of a tracepoint format file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FormatField {
+    pub name: String,
+    pub offset: usize,
+    pub size: usize,
+}
+
+/// Parses the `field:` lines of a tracepoint `format` file, e.g.
+/// `field:pid_t prev_pid;	offset:24;	size:4;	signed:1;`.
+pub fn parse_format(text: &str) -> Vec<FormatField> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let decl = line.strip_prefix("field:")?.split(';').next()?;
+            // The name is the last word of the declaration, minus any array suffix.
+            let name = decl.split_whitespace().last()?.split('[').next()?.to_string();
+            let num = |key: &str| -> Option<usize> {
+                line.split(';')
+                    .map(str::trim)
+                    .find_map(|p| p.strip_prefix(key))?
+                    .parse()
+                    .ok()
+            };
+            Some(FormatField {
+                name,
+                offset: num("offset:")?,
+                size: num("size:")?,
+            })
+        })
+        .collect()
+}
+
+/// Compares the expected fields with a parsed format; returns a description of
+/// every mismatch.
+pub fn mismatches(expected: &[Field], event: &str, actual: &[FormatField]) -> Vec<String> {
+    expected
+        .iter()
+        .filter(|f| f.event == event)
+        .filter_map(|f| match actual.iter().find(|a| a.name == f.name) {
+            None => Some(format!("{}/{}: field {} missing", f.category, f.event, f.name)),
+            Some(a) if a.offset != f.offset || a.size != f.size => Some(format!(
+                "{}/{}: field {} at offset {} size {} (cosched expects offset {} size {})",
+                f.category, f.event, f.name, a.offset, a.size, f.offset, f.size
+            )),
+            Some(_) => None,
+        })
+        .collect()
+}
+
+/// Refuses to attach to a kernel whose record layouts differ from ours.
+pub fn check_layouts() -> anyhow::Result<()> {
+    let mut events: Vec<(&str, &str)> = layout::ALL.iter().map(|f| (f.category, f.event)).collect();
+    events.dedup();
+    let mut problems = Vec::new();
+    for (cat, ev) in events {
+        let path = Path::new(TRACEFS).join("events").join(cat).join(ev).join("format");
+        let text = fs::read_to_string(&path)
+            .with_context(|| format!("reading {} (tracepoint {cat}/{ev} missing?)", path.display()))?;
+        problems.extend(mismatches(&layout::ALL, ev, &parse_format(&text)));
+    }
+    if !problems.is_empty() {
+        bail!("kernel tracepoint layout differs from the one cosched was built for:\n  {}", problems.join("\n  "));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCHED_SWITCH: &str = "name: sched_switch
+ID: 316
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t prev_pid;	offset:24;	size:4;	signed:1;
+	field:int prev_prio;	offset:28;	size:4;	signed:1;
+	field:long prev_state;	offset:32;	size:8;	signed:1;
+	field:char next_comm[16];	offset:40;	size:16;	signed:0;
+	field:pid_t next_pid;	offset:56;	size:4;	signed:1;
+";
+
+    #[test]
+    fn parses_names_offsets_and_sizes() {
+        let f = parse_format(SCHED_SWITCH);
+        assert!(f.contains(&FormatField { name: "prev_comm".into(), offset: 8, size: 16 }));
+        assert!(f.contains(&FormatField { name: "next_pid".into(), offset: 56, size: 4 }));
+        assert_eq!(f.len(), 7);
+    }
+
+    #[test]
+    fn matching_layout_has_no_mismatch() {
+        assert!(mismatches(&layout::ALL, "sched_switch", &parse_format(SCHED_SWITCH)).is_empty());
+    }
+
+    #[test]
+    fn moved_field_is_reported_with_both_offsets() {
+        let moved = SCHED_SWITCH.replace("offset:56", "offset:60");
+        let m = mismatches(&layout::ALL, "sched_switch", &parse_format(&moved));
+        assert_eq!(m.len(), 1);
+        assert!(m[0].contains("next_pid at offset 60") && m[0].contains("expects offset 56"), "{m:?}");
+    }
+
+    #[test]
+    fn missing_field_is_reported() {
+        let gone: String = SCHED_SWITCH.lines().filter(|l| !l.contains("prev_state")).collect::<Vec<_>>().join("\n");
+        let m = mismatches(&layout::ALL, "sched_switch", &parse_format(&gone));
+        assert_eq!(m, vec!["sched/sched_switch: field prev_state missing".to_string()]);
+    }
+}
