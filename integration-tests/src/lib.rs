@@ -1,1 +1,53 @@
-//! placeholder
+//! Harness for tests on the real kernel: finding the built binaries, running
+//! agents (optionally inside a network namespace), building two-node
+//! networks, running benchmark jobs, reading metrics.
+//!
+//! These tests need root (eBPF, sched_setattr on other tasks, namespaces) and
+//! the release binaries (`cargo xtask build`, or `cargo xtask test` which
+//! builds them and sets `COSCHED_BIN_DIR`). Without either they fail with a
+//! message saying so: they never pass silently.
+pub mod agent;
+pub mod netns;
+pub mod proc;
+pub mod synth;
+
+use std::path::PathBuf;
+
+/// Directory with `cosched-agent`, `cosched-synth`, ... .
+pub fn bin_dir() -> PathBuf {
+    let dir = std::env::var_os("COSCHED_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
+    });
+    for b in ["cosched-agent", "cosched-synth"] {
+        assert!(
+            dir.join(b).is_file(),
+            "{} not found: build the release binaries first (`cargo xtask build`) or set COSCHED_BIN_DIR",
+            dir.join(b).display()
+        );
+    }
+    dir
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// Fails the test (never skips it) when not running as root.
+pub fn require_root() {
+    // SAFETY: plain syscall.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(uid, 0, "this test needs root (eBPF, sched_setattr, network namespaces): run it via `cargo xtask test` as root");
+}
+
+/// A name unique to this test process and call site, for namespaces, ports,
+/// sockets.
+pub fn unique(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{tag}{}x{}", std::process::id() % 100_000, N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A TCP port free right now (bound then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}

@@ -1,0 +1,37 @@
+//! Benchmark jobs (`cosched-synth`) as job specs, and their JSON results.
+use std::collections::BTreeMap;
+
+use cosched_proto::{control::JobInfo, job::JobSpec};
+
+/// One spec per rank; rank r listens on `addrs[r]:port`.
+pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) -> Vec<JobSpec> {
+    let peers: Vec<String> = addrs.iter().map(|a| format!("{a}:{port}")).collect();
+    (0..addrs.len())
+        .map(|rank| JobSpec {
+            job_id,
+            name: name.to_string(),
+            rank: rank as u32,
+            size: addrs.len() as u32,
+            command: crate::bin("cosched-synth").display().to_string(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: BTreeMap::new(),
+            peers: peers.clone(),
+            cpus: vec![],
+            sched: None,
+        })
+        .collect()
+}
+
+/// The rank's JSON result (the benchmark prints it on stdout).
+pub fn result(info: &JobInfo) -> serde_json::Value {
+    let path = info.stdout.as_ref().expect("launched job has a stdout file");
+    let text = std::fs::read_to_string(path).expect("reading job stdout");
+    let stderr = info.stderr.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!("job {} rank {} printed no JSON result ({e}); stdout: {text:?}; stderr: {stderr}", info.job_id, info.rank)
+    })
+}
+
+pub fn num(v: &serde_json::Value, key: &str) -> f64 {
+    v.get(key).and_then(|x| x.as_f64()).unwrap_or_else(|| panic!("result has no numeric {key}: {v}"))
+}
