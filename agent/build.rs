@@ -17,7 +17,11 @@ fn main() -> anyhow::Result<()> {
     let toolchain = env::var("RUSTUP_TOOLCHAIN").unwrap_or_default();
     // rustup reports e.g. "nightly-2026-06-24-x86_64-unknown-linux-gnu"; `rustup run`
     // accepts that full name.
-    let toolchain_name = if toolchain.is_empty() { None } else { Some(toolchain.as_str()) };
+    let toolchain_name = if toolchain.is_empty() {
+        None
+    } else {
+        Some(toolchain.as_str())
+    };
 
     if let Some(dir) = linker_dir(toolchain_name) {
         // The child cargo that aya-build spawns inherits our environment.
@@ -41,7 +45,9 @@ fn main() -> anyhow::Result<()> {
 
     let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").context("no manifest dir")?)
         .join("../agent-ebpf");
-    let root = root.to_str().ok_or_else(|| anyhow!("non-UTF-8 path {root:?}"))?;
+    let root = root
+        .to_str()
+        .ok_or_else(|| anyhow!("non-UTF-8 path {root:?}"))?;
     let toolchain = match toolchain_name {
         Some(t) => aya_build::Toolchain::Custom(t),
         None => aya_build::Toolchain::Nightly,
@@ -65,7 +71,9 @@ fn linker_dir(toolchain: Option<&str>) -> Option<PathBuf> {
     }
     let host = env::var("HOST").ok()?;
     let toolchain = toolchain?;
-    let channel = toolchain.strip_suffix(&format!("-{host}")).unwrap_or(toolchain);
+    let channel = toolchain
+        .strip_suffix(&format!("-{host}"))
+        .unwrap_or(toolchain);
     let home = env::var_os("HOME")?;
     let dir = PathBuf::from(home)
         .join(".cache/cosched")

@@ -24,6 +24,7 @@ pub mod names {
     pub const EVENTS: &str = "EVENTS";
     pub const SETTINGS: &str = "SETTINGS";
     pub const DROPS: &str = "DROPS";
+    pub const WATCH: &str = "WATCH";
 
     pub const PROG_SCHED_SWITCH: &str = "sched_switch";
     pub const PROG_PROCESS_FORK: &str = "sched_process_fork";
@@ -136,6 +137,14 @@ pub struct SockOwner {
     pub learned_ns: u64,
 }
 const _: () = assert!(core::mem::size_of::<SockOwner>() == 16);
+
+/// Flags in the `WATCH` map (tid -> flags): per-task requests for events the
+/// agent normally does not want, so they cost nothing for other tasks.
+pub mod watch_flags {
+    /// Report the start of every spin episode of this task (e.g. a boosted
+    /// task that consumed its message and waits again: its boost should end).
+    pub const SPIN_START: u32 = 1;
+}
 
 /// Kinds of ring-buffer records.
 pub mod event_kind {

@@ -10,18 +10,18 @@
 use core::intrinsics::{AtomicOrdering, atomic_xadd};
 
 use aya_ebpf::{
-    bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP, BPF_NOEXIST},
+    EbpfContext as _,
+    bindings::{BPF_NOEXIST, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
     macros::{map, tracepoint},
     maps::{Array, HashMap, PerCpuArray, RingBuf},
     programs::TracePointContext,
-    EbpfContext as _,
 };
 use cosched_agent_common::{
-    event_flags, event_kind,
+    CpuSlot, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS, Settings, SockOwner,
+    TaskStats, event_flags, event_kind,
     layout::{self, Field},
-    CpuSlot, Drops, Event, Settings, SockOwner, TaskStats, EVENT_RING_BYTES, MAX_CPUS,
-    MAX_SOCKETS, MAX_TASKS,
+    watch_flags,
 };
 
 #[map]
@@ -38,6 +38,10 @@ static EVENTS: RingBuf = RingBuf::with_byte_size(EVENT_RING_BYTES, 0);
 
 #[map]
 static SETTINGS: Array<Settings> = Array::with_max_entries(1, 0);
+
+/// tid -> `watch_flags`, written by the agent.
+#[map]
+static WATCH: HashMap<u32, u32> = HashMap::with_max_entries(MAX_TASKS, 0);
 
 #[map]
 static DROPS: PerCpuArray<Drops> = PerCpuArray::with_max_entries(1, 0);
@@ -75,6 +79,12 @@ fn task(tid: u32) -> Option<&'static mut TaskStats> {
 fn drops() -> Option<&'static mut Drops> {
     // SAFETY: per-CPU slot, only this CPU writes it while we run.
     DROPS.get_ptr_mut(0).map(|p| unsafe { &mut *p })
+}
+
+#[inline(always)]
+fn watched(tid: u32, flag: u32) -> bool {
+    // SAFETY: value read by copy.
+    unsafe { WATCH.get(&tid) }.is_some_and(|f| f & flag != 0)
 }
 
 #[inline(always)]
@@ -203,7 +213,10 @@ pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
         job_id,
         ..TaskStats::default()
     };
-    if TASKS.insert(&(child as u32), &entry, BPF_NOEXIST as u64).is_err() {
+    if TASKS
+        .insert(&(child as u32), &entry, BPF_NOEXIST as u64)
+        .is_err()
+    {
         if let Some(d) = drops() {
             d.tasks_full += 1;
         }
@@ -262,7 +275,7 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
             t.spin_ns += now.saturating_sub(t.spin_last_ns);
         } else {
             t.spin_episode_start_ns = now;
-            if settings().wake_on_spin_start != 0 {
+            if settings().wake_on_spin_start != 0 || watched(tid, watch_flags::SPIN_START) {
                 let ev = Event {
                     kind: event_kind::SPIN_START,
                     tid,

@@ -143,7 +143,11 @@ impl Config {
                 KNOWN_POLICIES.join(", ")
             ));
         }
-        if let Some(c) = self.cpus.iter().find(|&&c| c >= cosched_agent_common::MAX_CPUS) {
+        if let Some(c) = self
+            .cpus
+            .iter()
+            .find(|&&c| c >= cosched_agent_common::MAX_CPUS)
+        {
             return bad(format!("cpu {c} out of range"));
         }
         if !(1..=10_000).contains(&self.ebpf.poll_interval_ms) {
@@ -216,7 +220,10 @@ mod tests {
     #[test]
     fn unknown_policy_is_rejected_listing_known_ones() {
         let e = Config::parse("node = \"n0\"\npolicy = \"magic\"", "t").unwrap_err();
-        assert!(e.to_string().contains("magic") && e.to_string().contains("local"), "{e}");
+        assert!(
+            e.to_string().contains("magic") && e.to_string().contains("local"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -231,8 +238,14 @@ mod tests {
         let b = Config::parse("node = \"n0\"\n[ebpf]\npoll_interval_ms = 10", "t").unwrap();
         a.check_reload(&b).unwrap();
         let c = Config::parse("node = \"n1\"", "t").unwrap();
-        assert!(matches!(a.check_reload(&c), Err(ConfigError::Immutable("node"))));
+        assert!(matches!(
+            a.check_reload(&c),
+            Err(ConfigError::Immutable("node"))
+        ));
         let d = Config::parse("node = \"n0\"\nmetrics_listen = \"0.0.0.0:1\"", "t").unwrap();
-        assert!(matches!(a.check_reload(&d), Err(ConfigError::Immutable("metrics_listen"))));
+        assert!(matches!(
+            a.check_reload(&d),
+            Err(ConfigError::Immutable("metrics_listen"))
+        ));
     }
 }

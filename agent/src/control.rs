@@ -52,7 +52,11 @@ async fn connection(stream: UnixStream, calls: mpsc::Sender<Call>) {
     loop {
         line.clear();
         // read_line through the limit: a line without '\n' within MAX_LINE ends the connection.
-        let n = match (&mut rd).take(MAX_LINE as u64 + 1).read_line(&mut line).await {
+        let n = match (&mut rd)
+            .take(MAX_LINE as u64 + 1)
+            .read_line(&mut line)
+            .await
+        {
             Ok(0) => return,
             Ok(n) => n,
             Err(e) => {
@@ -61,7 +65,11 @@ async fn connection(stream: UnixStream, calls: mpsc::Sender<Call>) {
             }
         };
         if n > MAX_LINE || !line.ends_with('\n') {
-            let _ = reply(&mut wr, &Response::Error(format!("request longer than {MAX_LINE} bytes"))).await;
+            let _ = reply(
+                &mut wr,
+                &Response::Error(format!("request longer than {MAX_LINE} bytes")),
+            )
+            .await;
             return;
         }
         let resp = match serde_json::from_str::<Request>(line.trim_end()) {
@@ -71,7 +79,8 @@ async fn connection(stream: UnixStream, calls: mpsc::Sender<Call>) {
                 if calls.send((req, tx)).await.is_err() {
                     return; // agent shutting down
                 }
-                rx.await.unwrap_or_else(|_| Response::Error("agent shutting down".into()))
+                rx.await
+                    .unwrap_or_else(|_| Response::Error("agent shutting down".into()))
             }
         };
         if reply(&mut wr, &resp).await.is_err() {

@@ -20,18 +20,16 @@ use tokio::{
 };
 
 use crate::{
-    config::Config,
-    control,
-    ebpf::Probes,
-    engine::Engine,
-    kernel::linux::Linux,
-    launch,
+    config::Config, control, ebpf::Probes, engine::Engine, kernel::linux::Linux, launch,
     restore::RestoreLedger,
 };
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid timespec pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -47,11 +45,13 @@ pub fn own_cpu_seconds() -> f64 {
 }
 
 pub fn online_cpus() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32).max(
-        // available_parallelism honours our own affinity; count all CPUs.
-        // SAFETY: plain sysconf.
-        unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as u32,
-    )
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() as u32)
+        .max(
+            // available_parallelism honours our own affinity; count all CPUs.
+            // SAFETY: plain sysconf.
+            unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as u32,
+        )
 }
 
 /// Pins the calling thread (and threads created after) to `cpus`.
@@ -77,7 +77,12 @@ impl AsRawFd for Fd {
 }
 
 enum Internal {
-    Reaped { job: JobId, pid: u32, code: Option<i32>, signal: Option<i32> },
+    Reaped {
+        job: JobId,
+        pid: u32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
     ConfigChanged,
 }
 
@@ -129,7 +134,13 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     // From here on the agent may change tasks: start the guardian that undoes
     // those changes if the agent dies without doing it itself.
     let _guardian = crate::guardian::spawn(&journal_path(&cfg))?;
-    let engine = Engine::new(kernel, cfg, ledger, &config_path.display().to_string(), online_cpus());
+    let engine = Engine::new(
+        kernel,
+        cfg,
+        ledger,
+        &config_path.display().to_string(),
+        online_cpus(),
+    );
 
     let cfg = &engine.cfg;
     let metrics_listener = tokio::net::TcpListener::bind(cfg.metrics_listen)
@@ -137,7 +148,10 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding metrics endpoint {}", cfg.metrics_listen))?;
     let control_listener = control::bind(&cfg.control_socket)?;
     let control_path = cfg.control_socket.clone();
-    tokio::spawn(crate::metrics::serve(metrics_listener, engine.metrics.registry().clone()));
+    tokio::spawn(crate::metrics::serve(
+        metrics_listener,
+        engine.metrics.registry().clone(),
+    ));
     let (calls_tx, mut calls) = mpsc::channel::<control::Call>(64);
     tokio::spawn(control::serve(control_listener, calls_tx));
 
@@ -148,8 +162,13 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
 
     // SAFETY: the ring buffer fd stays open as long as the engine (which owns
     // the probes) lives, which outlives this AsyncFd; it is only read through aya.
-    let events_fd = unsafe { AsyncFd::register_with_interest(Fd(engine.k.probes().events_fd()), tokio::io::Interest::READABLE) }
-        .map_err(|e| anyhow::anyhow!("registering the event ring buffer: {e}"))?;
+    let events_fd = unsafe {
+        AsyncFd::register_with_interest(
+            Fd(engine.k.probes().events_fd()),
+            tokio::io::Interest::READABLE,
+        )
+    }
+    .map_err(|e| anyhow::anyhow!("registering the event ring buffer: {e}"))?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
@@ -216,15 +235,24 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
 
 /// Watches the config file's directory (editors replace files by rename) and
 /// reports changes to the file.
-fn watch_config(path: &Path, tx: mpsc::Sender<Internal>) -> anyhow::Result<notify::RecommendedWatcher> {
+fn watch_config(
+    path: &Path,
+    tx: mpsc::Sender<Internal>,
+) -> anyhow::Result<notify::RecommendedWatcher> {
     use notify::{RecursiveMode, Watcher as _};
     let path = std::fs::canonicalize(path)?;
-    let dir = path.parent().context("config has no parent directory")?.to_path_buf();
+    let dir = path
+        .parent()
+        .context("config has no parent directory")?
+        .to_path_buf();
     let name = path.file_name().map(|n| n.to_os_string());
     let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res
             && (ev.kind.is_modify() || ev.kind.is_create())
-            && ev.paths.iter().any(|p| p.file_name().map(|n| n.to_os_string()) == name)
+            && ev
+                .paths
+                .iter()
+                .any(|p| p.file_name().map(|n| n.to_os_string()) == name)
         {
             let _ = tx.try_send(Internal::ConfigChanged);
         }
@@ -247,7 +275,11 @@ impl Daemon {
         let new = Config::load(&self.config_path);
         let outcome = self.engine.reload(new);
         if outcome.accepted
-            && let Err(e) = self.engine.k.probes_mut().set_settings(settings_for(&self.engine.cfg))
+            && let Err(e) = self
+                .engine
+                .k
+                .probes_mut()
+                .set_settings(settings_for(&self.engine.cfg))
         {
             tracing::warn!("updating eBPF settings: {e}");
         }
@@ -262,7 +294,9 @@ impl Daemon {
             if done || now >= w.deadline || w.reply.is_closed() {
                 let resp = match job {
                     None => Response::Error(format!("unknown job {}", w.job)),
-                    Some(j) if done => Response::Ok(Reply::Job { job: self.engine.reg.info(j) }),
+                    Some(j) if done => Response::Ok(Reply::Job {
+                        job: self.engine.reg.info(j),
+                    }),
                     Some(_) => Response::Error(format!("timed out waiting for job {}", w.job)),
                 };
                 let _ = w.reply.send(resp);
@@ -279,14 +313,22 @@ impl Daemon {
                 |e| Response::Error(format!("{e:#}")),
                 |(job_id, pid)| Response::Ok(Reply::Launched { job_id, pid }),
             ),
-            Request::Adopt { job_id, name, pids, sched } => {
-                match self.engine.adopt(job_id, &name, &pids, sched) {
-                    Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
-                    Err(e) => Response::Error(e.to_string()),
-                }
-            }
+            Request::Adopt {
+                job_id,
+                name,
+                pids,
+                sched,
+            } => match self.engine.adopt(job_id, &name, &pids, sched) {
+                Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
             Request::Jobs => Response::Ok(Reply::Jobs {
-                jobs: self.engine.reg.jobs().map(|j| self.engine.reg.info(j)).collect(),
+                jobs: self
+                    .engine
+                    .reg
+                    .jobs()
+                    .map(|j| self.engine.reg.info(j))
+                    .collect(),
             }),
             Request::Wait { job_id, timeout_ms } => {
                 if self.engine.reg.job(job_id).is_none() {
@@ -304,7 +346,12 @@ impl Daemon {
             Request::Cancel { job_id } => match self.engine.reg.job(job_id) {
                 None => Response::Error(format!("unknown job {job_id}")),
                 Some(j) => {
-                    let cg = self.engine.cfg.cgroup_root.as_ref().map(|r| r.join(format!("job-{}-r{}", j.id, j.rank)));
+                    let cg = self
+                        .engine
+                        .cfg
+                        .cgroup_root
+                        .as_ref()
+                        .map(|r| r.join(format!("job-{}-r{}", j.id, j.rank)));
                     launch::kill_job(cg.as_deref(), &j.pids);
                     Response::Ok(Reply::Done)
                 }
@@ -321,7 +368,9 @@ impl Daemon {
                     Err(e) => Response::Error(e.to_string()),
                 }
             }
-            Request::Status => Response::Ok(Reply::Status { status: self.engine.status() }),
+            Request::Status => Response::Ok(Reply::Status {
+                status: self.engine.status(),
+            }),
             Request::Reload => {
                 self.reload();
                 match self.engine.status().last_reload {
@@ -334,8 +383,10 @@ impl Daemon {
     }
 
     fn launch(&mut self, spec: JobSpec) -> anyhow::Result<(JobId, u32)> {
-        spec.validate().map_err(|e| anyhow::anyhow!("invalid job spec: {e}"))?;
-        self.engine.reserve_job(spec.job_id, &spec.name, spec.rank, spec.sched)?;
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("invalid job spec: {e}"))?;
+        self.engine
+            .reserve_job(spec.job_id, &spec.name, spec.rank, spec.sched)?;
         match self.start_gated(&spec) {
             Ok(pid) => Ok((spec.job_id, pid)),
             Err(e) => {
@@ -347,8 +398,16 @@ impl Daemon {
 
     fn start_gated(&mut self, spec: &JobSpec) -> anyhow::Result<u32> {
         let cfg = &self.engine.cfg;
-        let mut g = launch::spawn_gated(spec, &cfg.node, &self.engine.node_cpus(), &cfg.state_dir.join("jobs"))?;
-        let cgroup = cfg.cgroup_root.as_ref().map(|r| launch::job_cgroup(r, spec));
+        let mut g = launch::spawn_gated(
+            spec,
+            &cfg.node,
+            &self.engine.node_cpus(),
+            &cfg.state_dir.join("jobs"),
+        )?;
+        let cgroup = cfg
+            .cgroup_root
+            .as_ref()
+            .map(|r| launch::job_cgroup(r, spec));
         let setup = (|| {
             if let Some(cg) = &cgroup {
                 launch::enter_cgroup(cg, g.pid)?;
@@ -373,7 +432,14 @@ impl Daemon {
                 Ok(st) => (st.code(), st.signal()),
                 Err(_) => (None, None),
             };
-            let _ = tx.send(Internal::Reaped { job, pid, code, signal }).await;
+            let _ = tx
+                .send(Internal::Reaped {
+                    job,
+                    pid,
+                    code,
+                    signal,
+                })
+                .await;
         });
         tracing::info!(job = spec.job_id, rank = spec.rank, pid, command = %spec.command, "launched");
         Ok(pid)

@@ -28,6 +28,7 @@ pub struct Probes {
     events: RingBuf<MapData>,
     settings: Array<MapData, Settings>,
     drops: PerCpuArray<MapData, Drops>,
+    watch: HashMap<MapData, u32, u32>,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
 }
@@ -61,7 +62,8 @@ impl Probes {
                 .program_mut(prog)
                 .with_context(|| format!("program {prog} missing from the object"))?
                 .try_into()?;
-            p.load().with_context(|| format!("loading program {prog}"))?;
+            p.load()
+                .with_context(|| format!("loading program {prog}"))?;
             p.attach(cat, name)
                 .with_context(|| format!("attaching {prog} to tracepoint {cat}/{name}"))?;
         }
@@ -72,6 +74,7 @@ impl Probes {
         let events = RingBuf::try_from(take(names::EVENTS)?)?;
         let mut settings_map = Array::try_from(take(names::SETTINGS)?)?;
         let drops = PerCpuArray::try_from(take(names::DROPS)?)?;
+        let watch = HashMap::try_from(take(names::WATCH)?)?;
         settings_map.set(0, &settings, 0)?;
         Ok(Self {
             ebpf,
@@ -81,6 +84,7 @@ impl Probes {
             events,
             settings: settings_map,
             drops,
+            watch,
             _stats: stats,
         })
     }
@@ -104,16 +108,43 @@ impl Probes {
         // BPF_NOEXIST (1): never overwrite the counters of a task already tracked.
         match self.tasks.insert(&tid, &v, 1) {
             Ok(()) => Ok(()),
-            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::EEXIST) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(map_io(e)),
+        }
+    }
+
+    /// Sets the task's `watch_flags` (0 removes the entry).
+    pub fn watch(&mut self, tid: u32, flags: u32) -> io::Result<()> {
+        let r = if flags == 0 {
+            self.watch.remove(&tid)
+        } else {
+            self.watch.insert(&tid, &flags, 0)
+        };
+        match r {
+            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(map_io(e)),
         }
     }
 
     pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
+        let _ = self.watch(tid, 0);
         match self.tasks.remove(&tid) {
             Ok(()) => Ok(()),
             Err(aya::maps::MapError::KeyNotFound) => Ok(()),
-            Err(aya::maps::MapError::SyscallError(e)) if e.io_error.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(aya::maps::MapError::SyscallError(e))
+                if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(map_io(e)),
         }
     }

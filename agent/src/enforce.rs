@@ -92,7 +92,10 @@ mod tests {
 
     #[test]
     fn request_maps_to_matching_policy() {
-        assert_eq!(attr_for(&SchedRequest::Fifo { priority: 9 }).policy, SchedPolicy::Fifo);
+        assert_eq!(
+            attr_for(&SchedRequest::Fifo { priority: 9 }).policy,
+            SchedPolicy::Fifo
+        );
         assert_eq!(attr_for(&SchedRequest::Idle).policy, SchedPolicy::Idle);
         assert_eq!(attr_for(&SchedRequest::Batch { nice: 2 }).nice, 2);
     }

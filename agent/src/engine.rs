@@ -49,7 +49,13 @@ pub struct Engine<K: Kernel> {
 }
 
 impl<K: Kernel> Engine<K> {
-    pub fn new(k: K, cfg: Config, ledger: RestoreLedger, config_path: &str, online_cpus: u32) -> Self {
+    pub fn new(
+        k: K,
+        cfg: Config,
+        ledger: RestoreLedger,
+        config_path: &str,
+        online_cpus: u32,
+    ) -> Self {
         let metrics = Metrics::new();
         metrics.config_ok.set(1);
         Self {
@@ -71,7 +77,13 @@ impl<K: Kernel> Engine<K> {
     }
 
     /// Reserves a job id for a launch (before the process exists).
-    pub fn reserve_job(&mut self, id: JobId, name: &str, rank: u32, sched: Option<SchedRequest>) -> Result<(), EngineError> {
+    pub fn reserve_job(
+        &mut self,
+        id: JobId,
+        name: &str,
+        rank: u32,
+        sched: Option<SchedRequest>,
+    ) -> Result<(), EngineError> {
         if let Some(s) = &sched {
             s.validate().map_err(EngineError::BadSched)?;
         }
@@ -81,7 +93,14 @@ impl<K: Kernel> Engine<K> {
 
     /// Drops a reservation whose launch failed.
     pub fn unreserve_job(&mut self, id: JobId) {
-        let _ = self.reg.finish(id, JobState::Exited { code: None, signal: None }, self.cfg.finished_retention);
+        let _ = self.reg.finish(
+            id,
+            JobState::Exited {
+                code: None,
+                signal: None,
+            },
+            self.cfg.finished_retention,
+        );
         let _ = self.reg.forget(id);
     }
 
@@ -111,14 +130,24 @@ impl<K: Kernel> Engine<K> {
     }
 
     /// Adopts running processes as a new job.
-    pub fn adopt(&mut self, job: JobId, name: &str, pids: &[u32], sched: Option<SchedRequest>) -> Result<u32, EngineError> {
+    pub fn adopt(
+        &mut self,
+        job: JobId,
+        name: &str,
+        pids: &[u32],
+        sched: Option<SchedRequest>,
+    ) -> Result<u32, EngineError> {
         if pids.is_empty() {
             return Err(EngineError::NoSuchProcess(0));
         }
         // Check every pid before touching anything, so a typo leaves no half-adopted job.
         for &p in pids {
             if let Err(e) = self.k.start_time(p) {
-                return Err(if is_gone(&e) { EngineError::NoSuchProcess(p) } else { e.into() });
+                return Err(if is_gone(&e) {
+                    EngineError::NoSuchProcess(p)
+                } else {
+                    e.into()
+                });
             }
         }
         self.reserve_job(job, name, 0, sched)?;
@@ -141,7 +170,10 @@ impl<K: Kernel> Engine<K> {
             Ok(Applied::Changed) => self.metrics.actions.with_label_values(&[action]).inc(),
             Ok(_) => {}
             Err(e) => {
-                self.metrics.action_errors.with_label_values(&[action]).inc();
+                self.metrics
+                    .action_errors
+                    .with_label_values(&[action])
+                    .inc();
                 tracing::warn!(tid, action, "cannot apply scheduling attributes: {e}");
             }
         }
@@ -150,7 +182,12 @@ impl<K: Kernel> Engine<K> {
     /// Restores every task of a job the agent changed (used when a launch or
     /// adoption is rolled back).
     fn release_job(&mut self, job: JobId) {
-        let tids: Vec<u32> = self.reg.tasks().filter(|(_, e)| e.job == job).map(|(t, _)| t).collect();
+        let tids: Vec<u32> = self
+            .reg
+            .tasks()
+            .filter(|(_, e)| e.job == job)
+            .map(|(t, _)| t)
+            .collect();
         for tid in tids {
             if let Err(e) = self.ledger.restore_one(&mut self.k, tid) {
                 tracing::warn!(tid, "restore failed: {e}");
@@ -230,7 +267,11 @@ impl<K: Kernel> Engine<K> {
             }
         };
         // Exits whose event was lost (ring buffer full) still show in the map.
-        let exited: Vec<u32> = stats.iter().filter(|(_, s)| s.exited_ns != 0).map(|(t, _)| *t).collect();
+        let exited: Vec<u32> = stats
+            .iter()
+            .filter(|(_, s)| s.exited_ns != 0)
+            .map(|(t, _)| *t)
+            .collect();
         for tid in exited {
             self.on_exit(tid, now_ns);
         }
@@ -245,7 +286,10 @@ impl<K: Kernel> Engine<K> {
         for tid in missing {
             self.on_exit(tid, now_ns);
         }
-        let live: Vec<_> = stats.into_iter().filter(|(_, s)| s.exited_ns == 0).collect();
+        let live: Vec<_> = stats
+            .into_iter()
+            .filter(|(_, s)| s.exited_ns == 0)
+            .collect();
         self.reg.apply_snapshot(&live, now_ns);
 
         let finished = self.finished_jobs();
@@ -254,7 +298,10 @@ impl<K: Kernel> Engine<K> {
                 .reg
                 .job(id)
                 .and_then(|j| j.pids.iter().find_map(|p| self.reaped.remove(p)))
-                .unwrap_or(JobState::Exited { code: None, signal: None });
+                .unwrap_or(JobState::Exited {
+                    code: None,
+                    signal: None,
+                });
             for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
                 self.metrics.remove_job(dropped, "");
             }
@@ -277,11 +324,17 @@ impl<K: Kernel> Engine<K> {
     }
 
     fn export_metrics(&mut self, agent_cpu_seconds: f64) {
-        let jobs: Vec<_> = self.reg.jobs().map(|j| (j.id, j.name.clone(), j.totals)).collect();
+        let jobs: Vec<_> = self
+            .reg
+            .jobs()
+            .map(|j| (j.id, j.name.clone(), j.totals))
+            .collect();
         for (id, name, t) in jobs {
             self.metrics.update_job(id, &name, &t);
         }
-        self.metrics.running_jobs.set(self.reg.running_jobs() as i64);
+        self.metrics
+            .running_jobs
+            .set(self.reg.running_jobs() as i64);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
         if let Ok(d) = self.k.drops() {
             self.metrics.update_drops(&d);
@@ -309,7 +362,11 @@ impl<K: Kernel> Engine<K> {
                 self.cfg = c;
                 ReloadOutcome {
                     accepted: true,
-                    message: if changed { "config applied".into() } else { "config unchanged".into() },
+                    message: if changed {
+                        "config applied".into()
+                    } else {
+                        "config unchanged".into()
+                    },
                 }
             }
             Err(e) => ReloadOutcome {
@@ -317,7 +374,11 @@ impl<K: Kernel> Engine<K> {
                 message: format!("{e}; keeping the running config"),
             },
         };
-        let label = if outcome.accepted { "accepted" } else { "rejected" };
+        let label = if outcome.accepted {
+            "accepted"
+        } else {
+            "rejected"
+        };
         self.metrics.reloads.with_label_values(&[label]).inc();
         self.metrics.config_ok.set(outcome.accepted as i64);
         if outcome.accepted {
@@ -349,9 +410,18 @@ impl<K: Kernel> Engine<K> {
         for tid in tids {
             let _ = self.k.untrack(tid);
         }
-        self.metrics.restored.with_label_values(&["restored"]).inc_by(report.restored as u64);
-        self.metrics.restored.with_label_values(&["gone"]).inc_by(report.gone as u64);
-        self.metrics.restored.with_label_values(&["failed"]).inc_by(report.failed.len() as u64);
+        self.metrics
+            .restored
+            .with_label_values(&["restored"])
+            .inc_by(report.restored as u64);
+        self.metrics
+            .restored
+            .with_label_values(&["gone"])
+            .inc_by(report.gone as u64);
+        self.metrics
+            .restored
+            .with_label_values(&["failed"])
+            .inc_by(report.failed.len() as u64);
         report
     }
 }
@@ -364,7 +434,13 @@ mod tests {
 
     fn engine() -> Engine<FakeKernel> {
         let cfg = Config::parse("node = \"n0\"\ncpus = [0]", "test").unwrap();
-        Engine::new(FakeKernel::default(), cfg, RestoreLedger::new(None), "test", 2)
+        Engine::new(
+            FakeKernel::default(),
+            cfg,
+            RestoreLedger::new(None),
+            "test",
+            2,
+        )
     }
 
     #[test]
@@ -381,7 +457,10 @@ mod tests {
     fn adopting_unknown_pid_fails_and_leaves_nothing() {
         let mut e = engine();
         e.k.spawn(100, SchedAttr::other(0));
-        assert!(matches!(e.adopt(1, "a", &[100, 555], None), Err(EngineError::NoSuchProcess(555))));
+        assert!(matches!(
+            e.adopt(1, "a", &[100, 555], None),
+            Err(EngineError::NoSuchProcess(555))
+        ));
         assert!(e.reg.job(1).is_none());
         assert!(e.k.tracked.is_empty());
     }
@@ -390,7 +469,8 @@ mod tests {
     fn job_sched_request_is_applied_and_undone_on_shutdown() {
         let mut e = engine();
         e.k.spawn(100, SchedAttr::other(-1));
-        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 10 })).unwrap();
+        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 10 }))
+            .unwrap();
         assert_eq!(e.k.attr(100), SchedAttr::other(10));
         let r = e.shutdown();
         assert_eq!(r.restored, 1);
@@ -402,11 +482,19 @@ mod tests {
     fn forked_thread_joins_its_job_and_is_restored_to_the_parent_original() {
         let mut e = engine();
         e.k.spawn(100, SchedAttr::other(0));
-        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 4 })).unwrap();
+        e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 4 }))
+            .unwrap();
         // Kernel side: the child inherits nice 4 and the fork program tracks it.
         e.k.spawn_thread(102, 100, SchedAttr::other(4));
         e.k.track(102, 0, 1).unwrap();
-        e.k.events.push_back(Event { kind: event_kind::FORK, tid: 100, job_id: 1, flags: 0, ts_ns: 1, arg: 102 });
+        e.k.events.push_back(Event {
+            kind: event_kind::FORK,
+            tid: 100,
+            job_id: 1,
+            flags: 0,
+            ts_ns: 1,
+            arg: 102,
+        });
         e.handle_events(2);
         assert_eq!(e.reg.task(102).unwrap().job, 1);
         e.shutdown();
@@ -420,7 +508,14 @@ mod tests {
         e.adopt(1, "a", &[100], None).unwrap();
         e.k.stats_mut(100).arrivals = 42;
         e.k.exit(100, 10);
-        e.k.events.push_back(Event { kind: event_kind::EXIT, tid: 100, job_id: 1, flags: 0, ts_ns: 10, arg: 0 });
+        e.k.events.push_back(Event {
+            kind: event_kind::EXIT,
+            tid: 100,
+            job_id: 1,
+            flags: 0,
+            ts_ns: 10,
+            arg: 0,
+        });
         let finished = e.poll(20, 0.0);
         assert_eq!(finished, vec![1]);
         let j = e.reg.job(1).unwrap();
@@ -449,7 +544,13 @@ mod tests {
         e.k.exit(100, 5);
         e.process_reaped(100, Some(3), None);
         e.poll(10, 0.0);
-        assert_eq!(e.reg.job(1).unwrap().state, JobState::Exited { code: Some(3), signal: None });
+        assert_eq!(
+            e.reg.job(1).unwrap().state,
+            JobState::Exited {
+                code: Some(3),
+                signal: None
+            }
+        );
     }
 
     #[test]
@@ -457,11 +558,19 @@ mod tests {
         let mut e = engine();
         e.k.spawn(100, SchedAttr::other(0));
         e.adopt(7, "ring", &[100], None).unwrap();
-        *e.k.stats_mut(100) = TaskStats { arrivals: 5, spin_ns: 2_000_000_000, job_id: 7, ..TaskStats::default() };
+        *e.k.stats_mut(100) = TaskStats {
+            arrivals: 5,
+            spin_ns: 2_000_000_000,
+            job_id: 7,
+            ..TaskStats::default()
+        };
         e.poll(1, 0.0);
         assert_eq!(e.reg.job(7).unwrap().totals.messages_observed, 5);
         let text = e.metrics.render();
-        assert!(text.contains("cosched_job_spin_seconds_total{job=\"ring\",job_id=\"7\"} 2"), "{text}");
+        assert!(
+            text.contains("cosched_job_spin_seconds_total{job=\"ring\",job_id=\"7\"} 2"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -471,7 +580,11 @@ mod tests {
         let out = e.reload(bad);
         assert!(!out.accepted);
         assert_eq!(e.cfg.policy, "local");
-        assert!(e.metrics.render().contains("cosched_config_reloads_total{outcome=\"rejected\"} 1"));
+        assert!(
+            e.metrics
+                .render()
+                .contains("cosched_config_reloads_total{outcome=\"rejected\"} 1")
+        );
         let renamed = Config::parse("node = \"other\"", "t");
         assert!(!e.reload(renamed).accepted);
         assert_eq!(e.cfg.node, "n0");
@@ -480,7 +593,10 @@ mod tests {
     #[test]
     fn valid_reload_is_applied() {
         let mut e = engine();
-        let good = Config::parse("node = \"n0\"\ncpus = [0]\n[ebpf]\npoll_interval_ms = 5", "t");
+        let good = Config::parse(
+            "node = \"n0\"\ncpus = [0]\n[ebpf]\npoll_interval_ms = 5",
+            "t",
+        );
         assert!(e.reload(good).accepted);
         assert_eq!(e.cfg.ebpf.poll_interval_ms, 5);
     }

@@ -34,7 +34,9 @@ pub fn spawn(journal: &Path) -> anyhow::Result<OwnedFd> {
     let rd_raw = rd.as_raw_fd();
     let exe = fs::read_link("/proc/self/exe").context("finding the agent executable")?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("__guardian").arg(journal).stdin(std::process::Stdio::null());
+    cmd.arg("__guardian")
+        .arg(journal)
+        .stdin(std::process::Stdio::null());
     use std::os::unix::process::CommandExt as _;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {

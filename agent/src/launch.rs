@@ -63,17 +63,28 @@ fn cpu_set(cpus: &[u32]) -> libc::cpu_set_t {
 }
 
 /// Spawns the gate for one rank of a job. `log_dir` receives its stdout/stderr.
-pub fn spawn_gated(spec: &JobSpec, node: &str, cpus: &[u32], log_dir: &Path) -> anyhow::Result<Gated> {
+pub fn spawn_gated(
+    spec: &JobSpec,
+    node: &str,
+    cpus: &[u32],
+    log_dir: &Path,
+) -> anyhow::Result<Gated> {
     fs::create_dir_all(log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
     let base = format!("job-{}-r{}", spec.job_id, spec.rank);
     let stdout = log_dir.join(format!("{base}.out"));
     let stderr = log_dir.join(format!("{base}.err"));
-    let out = fs::File::create(&stdout).with_context(|| format!("creating {}", stdout.display()))?;
-    let err = fs::File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
+    let out =
+        fs::File::create(&stdout).with_context(|| format!("creating {}", stdout.display()))?;
+    let err =
+        fs::File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
     let exe = fs::read_link("/proc/self/exe").context("finding the agent executable")?;
     let (rd, wr) = pipe()?;
     let rd_raw = rd.as_raw_fd();
-    let set = cpu_set(if spec.cpus.is_empty() { cpus } else { &spec.cpus });
+    let set = cpu_set(if spec.cpus.is_empty() {
+        cpus
+    } else {
+        &spec.cpus
+    });
 
     let mut cmd = tokio::process::Command::new(exe);
     cmd.arg("__gate")
@@ -81,7 +92,10 @@ pub fn spawn_gated(spec: &JobSpec, node: &str, cpus: &[u32], log_dir: &Path) -> 
         .arg(&spec.command)
         .args(&spec.args)
         .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()))
+        .env(
+            "PATH",
+            std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()),
+        )
         .envs(spec.cosched_env(node))
         .envs(&spec.env)
         .stdin(std::process::Stdio::null())
@@ -104,7 +118,9 @@ pub fn spawn_gated(spec: &JobSpec, node: &str, cpus: &[u32], log_dir: &Path) -> 
             Ok(())
         });
     }
-    let child = cmd.spawn().with_context(|| format!("starting {}", spec.command))?;
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", spec.command))?;
     drop(rd);
     let pid = child.id().context("launched process has no pid")?;
     Ok(Gated {

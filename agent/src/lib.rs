@@ -7,15 +7,15 @@
 //! - [`registry`], [`restore`], [`enforce`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
 pub mod config;
+pub mod control;
+pub mod daemon;
 pub mod ebpf;
 pub mod enforce;
-pub mod guardian;
 pub mod engine;
+pub mod guardian;
 pub mod kernel;
+pub mod launch;
 pub mod metrics;
 pub mod registry;
 pub mod restore;
 pub mod tracefs;
-pub mod control;
-pub mod daemon;
-pub mod launch;

@@ -6,10 +6,18 @@ use clap::Parser;
 use cosched_agent::{config::Config, daemon, guardian, launch};
 
 #[derive(Parser)]
-#[command(version, about = "cosched per-node agent: eBPF observation and local coscheduling")]
+#[command(
+    version,
+    about = "cosched per-node agent: eBPF observation and local coscheduling"
+)]
 struct Args {
     /// Agent config (TOML).
-    #[arg(long, short, env = "COSCHED_AGENT_CONFIG", default_value = "/etc/cosched/agent.toml")]
+    #[arg(
+        long,
+        short,
+        env = "COSCHED_AGENT_CONFIG",
+        default_value = "/etc/cosched/agent.toml"
+    )]
     config: PathBuf,
     /// Check the config and exit.
     #[arg(long)]
@@ -40,7 +48,8 @@ fn main() -> anyhow::Result<()> {
     }
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("COSCHED_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("COSCHED_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -51,7 +60,8 @@ fn main() -> anyhow::Result<()> {
     }
     if cfg.pin_self {
         // Before the runtime starts, so every agent thread inherits it.
-        daemon::pin_to(&cfg.node_cpus(daemon::online_cpus())).context("pinning the agent to its node CPUs")?;
+        daemon::pin_to(&cfg.node_cpus(daemon::online_cpus()))
+            .context("pinning the agent to its node CPUs")?;
     }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -38,7 +38,8 @@ pub struct Metrics {
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, m: T) -> T {
-    r.register(Box::new(m.clone())).expect("metric names are unique");
+    r.register(Box::new(m.clone()))
+        .expect("metric names are unique");
     m
 }
 
@@ -53,10 +54,16 @@ impl Metrics {
         let r = Registry::new();
         let job = &["job_id", "job"];
         let cv = |name: &str, help: &str, labels: &[&str]| {
-            reg(&r, CounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+            reg(
+                &r,
+                CounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+            )
         };
         let icv = |name: &str, help: &str, labels: &[&str]| {
-            reg(&r, IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+            reg(
+                &r,
+                IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+            )
         };
         let ig = |name: &str, help: &str| reg(&r, IntGauge::new(name, help).expect("valid metric"));
         Self {
@@ -93,12 +100,24 @@ impl Metrics {
         let l = [ids.as_str(), name];
         let df = |a: f64, b: f64| (a - b).max(0.0);
         let du = |a: u64, b: u64| a.saturating_sub(b);
-        self.job_cpu.with_label_values(&l).inc_by(df(t.cpu_seconds, prev.cpu_seconds));
-        self.job_spin.with_label_values(&l).inc_by(df(t.spin_seconds, prev.spin_seconds));
-        self.job_messages.with_label_values(&l).inc_by(du(t.messages_observed, prev.messages_observed));
-        self.job_empty_receives.with_label_values(&l).inc_by(du(t.empty_receives, prev.empty_receives));
-        self.job_switches.with_label_values(&[l[0], l[1], "voluntary"]).inc_by(du(t.switches_voluntary, prev.switches_voluntary));
-        self.job_switches.with_label_values(&[l[0], l[1], "preempted"]).inc_by(du(t.switches_preempted, prev.switches_preempted));
+        self.job_cpu
+            .with_label_values(&l)
+            .inc_by(df(t.cpu_seconds, prev.cpu_seconds));
+        self.job_spin
+            .with_label_values(&l)
+            .inc_by(df(t.spin_seconds, prev.spin_seconds));
+        self.job_messages
+            .with_label_values(&l)
+            .inc_by(du(t.messages_observed, prev.messages_observed));
+        self.job_empty_receives
+            .with_label_values(&l)
+            .inc_by(du(t.empty_receives, prev.empty_receives));
+        self.job_switches
+            .with_label_values(&[l[0], l[1], "voluntary"])
+            .inc_by(du(t.switches_voluntary, prev.switches_voluntary));
+        self.job_switches
+            .with_label_values(&[l[0], l[1], "preempted"])
+            .inc_by(du(t.switches_preempted, prev.switches_preempted));
         *prev = *t;
     }
 
@@ -119,7 +138,9 @@ impl Metrics {
     pub fn update_programs(&mut self, costs: &[ProgramCost]) {
         for c in costs {
             let prev = self.last_prog.entry(c.name.clone()).or_default();
-            self.ebpf_runs.with_label_values(&[&c.name]).inc_by(c.run_count.saturating_sub(prev.run_count));
+            self.ebpf_runs
+                .with_label_values(&[&c.name])
+                .inc_by(c.run_count.saturating_sub(prev.run_count));
             self.ebpf_seconds
                 .with_label_values(&[&c.name])
                 .inc_by(c.run_time_ns.saturating_sub(prev.run_time_ns) as f64 / 1e9);
@@ -129,14 +150,20 @@ impl Metrics {
 
     pub fn update_drops(&mut self, d: &cosched_agent_common::Drops) {
         let now = [d.ring_full, d.tasks_full, d.sockets_full];
-        for (i, reason) in ["ring_full", "tasks_full", "sockets_full"].into_iter().enumerate() {
-            self.ebpf_drops.with_label_values(&[reason]).inc_by(now[i].saturating_sub(self.last_drops[i]));
+        for (i, reason) in ["ring_full", "tasks_full", "sockets_full"]
+            .into_iter()
+            .enumerate()
+        {
+            self.ebpf_drops
+                .with_label_values(&[reason])
+                .inc_by(now[i].saturating_sub(self.last_drops[i]));
         }
         self.last_drops = now;
     }
 
     pub fn update_agent_cpu(&mut self, seconds: f64) {
-        self.agent_cpu.inc_by((seconds - self.last_agent_cpu).max(0.0));
+        self.agent_cpu
+            .inc_by((seconds - self.last_agent_cpu).max(0.0));
         self.last_agent_cpu = seconds;
     }
 
@@ -166,7 +193,10 @@ pub async fn serve(listener: tokio::net::TcpListener, registry: Registry) -> std
                     let mut buf = Vec::new();
                     let _ = TextEncoder::new().encode(&registry.gather(), &mut buf);
                     (
-                        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
                         buf,
                     )
                 }
@@ -196,8 +226,14 @@ mod tests {
         };
         m.update_job(3, "ring", &t2);
         let text = m.render();
-        assert!(text.contains("cosched_job_messages_received_total{job=\"ring\",job_id=\"3\"} 25"), "{text}");
-        assert!(text.contains("cosched_job_cpu_seconds_total{job=\"ring\",job_id=\"3\"} 1.5"), "{text}");
+        assert!(
+            text.contains("cosched_job_messages_received_total{job=\"ring\",job_id=\"3\"} 25"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cosched_job_cpu_seconds_total{job=\"ring\",job_id=\"3\"} 1.5"),
+            "{text}"
+        );
         for line in text.lines().filter(|l| l.starts_with("# HELP")) {
             assert!(line.split_whitespace().count() > 3, "empty help: {line}");
         }
@@ -206,7 +242,14 @@ mod tests {
     #[test]
     fn forgotten_job_series_disappear() {
         let mut m = Metrics::new();
-        m.update_job(3, "ring", &JobStats { messages_observed: 1, ..JobStats::default() });
+        m.update_job(
+            3,
+            "ring",
+            &JobStats {
+                messages_observed: 1,
+                ..JobStats::default()
+            },
+        );
         m.remove_job(3, "ring");
         assert!(!m.render().contains("job_id=\"3\""));
     }
@@ -214,10 +257,17 @@ mod tests {
     #[test]
     fn program_costs_are_exported_as_deltas() {
         let mut m = Metrics::new();
-        let c = |n, t| ProgramCost { name: "sched_switch".into(), run_count: n, run_time_ns: t };
+        let c = |n, t| ProgramCost {
+            name: "sched_switch".into(),
+            run_count: n,
+            run_time_ns: t,
+        };
         m.update_programs(&[c(100, 30_000)]);
         m.update_programs(&[c(150, 45_000)]);
         let text = m.render();
-        assert!(text.contains("cosched_ebpf_program_runs_total{program=\"sched_switch\"} 150"), "{text}");
+        assert!(
+            text.contains("cosched_ebpf_program_runs_total{program=\"sched_switch\"} 150"),
+            "{text}"
+        );
     }
 }

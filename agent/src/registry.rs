@@ -117,7 +117,10 @@ impl Registry {
     }
 
     pub fn running_jobs(&self) -> usize {
-        self.jobs.values().filter(|j| j.state == JobState::Running).count()
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .count()
     }
 
     pub fn add_job(
@@ -166,7 +169,12 @@ impl Registry {
 
     /// A task exited; its final counters are folded into its job. Returns the
     /// job if that was the job's last live task.
-    pub fn task_exited(&mut self, tid: u32, last: Option<&TaskStats>, now_ns: u64) -> Option<JobId> {
+    pub fn task_exited(
+        &mut self,
+        tid: u32,
+        last: Option<&TaskStats>,
+        now_ns: u64,
+    ) -> Option<JobId> {
         let entry = self.tasks.remove(&tid)?;
         let job = self.jobs.get_mut(&entry.job)?;
         job.live.remove(&tid);
@@ -268,7 +276,10 @@ mod tests {
     #[test]
     fn job_totals_sum_live_tasks() {
         let mut r = registry_with_job();
-        r.apply_snapshot(&[(100, stats(1_000_000_000, 5)), (101, stats(500_000_000, 2))], 0);
+        r.apply_snapshot(
+            &[(100, stats(1_000_000_000, 5)), (101, stats(500_000_000, 2))],
+            0,
+        );
         let t = r.job(1).unwrap().totals;
         assert_eq!(t.messages_observed, 7);
         assert!((t.cpu_seconds - 1.5).abs() < 1e-9);
@@ -307,7 +318,10 @@ mod tests {
     #[test]
     fn duplicate_and_excess_jobs_are_refused() {
         let mut r = registry_with_job();
-        assert_eq!(r.add_job(1, "b", 0, None, 8), Err(RegistryError::Duplicate(1)));
+        assert_eq!(
+            r.add_job(1, "b", 0, None, 8),
+            Err(RegistryError::Duplicate(1))
+        );
         assert_eq!(r.add_job(2, "b", 0, None, 1), Err(RegistryError::Full(1)));
     }
 
@@ -317,7 +331,10 @@ mod tests {
         for id in 1..=3 {
             r.add_job(id, "j", 0, None, 8).unwrap();
         }
-        let exited = JobState::Exited { code: Some(0), signal: None };
+        let exited = JobState::Exited {
+            code: Some(0),
+            signal: None,
+        };
         assert!(r.finish(2, exited.clone(), 2).is_empty());
         assert!(r.finish(1, exited.clone(), 2).is_empty());
         assert_eq!(r.finish(3, exited, 2), vec![2]);

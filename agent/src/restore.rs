@@ -56,7 +56,12 @@ impl RestoreLedger {
         let entries = match fs::read(journal) {
             Ok(bytes) if bytes.is_empty() => BTreeMap::new(),
             Ok(bytes) => serde_json::from_slice::<Vec<Entry>>(&bytes)
-                .map_err(|e| io::Error::other(format!("corrupt restore journal {}: {e}", journal.display())))?
+                .map_err(|e| {
+                    io::Error::other(format!(
+                        "corrupt restore journal {}: {e}",
+                        journal.display()
+                    ))
+                })?
                 .into_iter()
                 .map(|e| (e.task.tid, e))
                 .collect(),
@@ -227,8 +232,8 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{SchedPolicy, fake::FakeKernel};
     use crate::kernel::TaskControl as _;
+    use crate::kernel::{SchedPolicy, fake::FakeKernel};
 
     fn boosted() -> SchedAttr {
         SchedAttr::with_policy(SchedPolicy::Fifo, 0, 10)
@@ -294,7 +299,11 @@ mod tests {
         k.tasks.get_mut(&10).unwrap().start_time += 1;
         let r = l.restore_all(&mut k);
         assert_eq!((r.restored, r.gone), (0, 1));
-        assert_eq!(k.attr(10), boosted(), "another task's attributes must not be touched");
+        assert_eq!(
+            k.attr(10),
+            boosted(),
+            "another task's attributes must not be touched"
+        );
     }
 
     #[test]
@@ -344,7 +353,10 @@ mod tests {
         assert_eq!(r.restored, 1);
         assert_eq!(k.attr(10), SchedAttr::other(-2));
         assert!(!k.tasks[&10].stopped);
-        assert!(!path.exists(), "journal removed once everything is restored");
+        assert!(
+            !path.exists(),
+            "journal removed once everything is restored"
+        );
     }
 
     #[test]

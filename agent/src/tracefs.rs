@@ -18,7 +18,13 @@ pub fn ensure_mounted() -> anyhow::Result<()> {
     let target = c"/sys/kernel/tracing";
     // SAFETY: valid NUL-terminated strings, no data argument.
     let rc = unsafe {
-        libc::mount(src.as_ptr(), target.as_ptr(), src.as_ptr(), 0, std::ptr::null())
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            src.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
     };
     if rc != 0 {
         return Err(io::Error::last_os_error()).context("mounting tracefs at /sys/kernel/tracing");
@@ -42,7 +48,12 @@ pub fn parse_format(text: &str) -> Vec<FormatField> {
             let line = line.trim();
             let decl = line.strip_prefix("field:")?.split(';').next()?;
             // The name is the last word of the declaration, minus any array suffix.
-            let name = decl.split_whitespace().last()?.split('[').next()?.to_string();
+            let name = decl
+                .split_whitespace()
+                .last()?
+                .split('[')
+                .next()?
+                .to_string();
             let num = |key: &str| -> Option<usize> {
                 line.split(';')
                     .map(str::trim)
@@ -66,7 +77,10 @@ pub fn mismatches(expected: &[Field], event: &str, actual: &[FormatField]) -> Ve
         .iter()
         .filter(|f| f.event == event)
         .filter_map(|f| match actual.iter().find(|a| a.name == f.name) {
-            None => Some(format!("{}/{}: field {} missing", f.category, f.event, f.name)),
+            None => Some(format!(
+                "{}/{}: field {} missing",
+                f.category, f.event, f.name
+            )),
             Some(a) if a.offset != f.offset || a.size != f.size => Some(format!(
                 "{}/{}: field {} at offset {} size {} (cosched expects offset {} size {})",
                 f.category, f.event, f.name, a.offset, a.size, f.offset, f.size
@@ -82,13 +96,24 @@ pub fn check_layouts() -> anyhow::Result<()> {
     events.dedup();
     let mut problems = Vec::new();
     for (cat, ev) in events {
-        let path = Path::new(TRACEFS).join("events").join(cat).join(ev).join("format");
-        let text = fs::read_to_string(&path)
-            .with_context(|| format!("reading {} (tracepoint {cat}/{ev} missing?)", path.display()))?;
+        let path = Path::new(TRACEFS)
+            .join("events")
+            .join(cat)
+            .join(ev)
+            .join("format");
+        let text = fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading {} (tracepoint {cat}/{ev} missing?)",
+                path.display()
+            )
+        })?;
         problems.extend(mismatches(&layout::ALL, ev, &parse_format(&text)));
     }
     if !problems.is_empty() {
-        bail!("kernel tracepoint layout differs from the one cosched was built for:\n  {}", problems.join("\n  "));
+        bail!(
+            "kernel tracepoint layout differs from the one cosched was built for:\n  {}",
+            problems.join("\n  ")
+        );
     }
     Ok(())
 }
@@ -112,8 +137,16 @@ format:
     #[test]
     fn parses_names_offsets_and_sizes() {
         let f = parse_format(SCHED_SWITCH);
-        assert!(f.contains(&FormatField { name: "prev_comm".into(), offset: 8, size: 16 }));
-        assert!(f.contains(&FormatField { name: "next_pid".into(), offset: 56, size: 4 }));
+        assert!(f.contains(&FormatField {
+            name: "prev_comm".into(),
+            offset: 8,
+            size: 16
+        }));
+        assert!(f.contains(&FormatField {
+            name: "next_pid".into(),
+            offset: 56,
+            size: 4
+        }));
         assert_eq!(f.len(), 7);
     }
 
@@ -127,13 +160,23 @@ format:
         let moved = SCHED_SWITCH.replace("offset:56", "offset:60");
         let m = mismatches(&layout::ALL, "sched_switch", &parse_format(&moved));
         assert_eq!(m.len(), 1);
-        assert!(m[0].contains("next_pid at offset 60") && m[0].contains("expects offset 56"), "{m:?}");
+        assert!(
+            m[0].contains("next_pid at offset 60") && m[0].contains("expects offset 56"),
+            "{m:?}"
+        );
     }
 
     #[test]
     fn missing_field_is_reported() {
-        let gone: String = SCHED_SWITCH.lines().filter(|l| !l.contains("prev_state")).collect::<Vec<_>>().join("\n");
+        let gone: String = SCHED_SWITCH
+            .lines()
+            .filter(|l| !l.contains("prev_state"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let m = mismatches(&layout::ALL, "sched_switch", &parse_format(&gone));
-        assert_eq!(m, vec!["sched/sched_switch: field prev_state missing".to_string()]);
+        assert_eq!(
+            m,
+            vec!["sched/sched_switch: field prev_state missing".to_string()]
+        );
     }
 }

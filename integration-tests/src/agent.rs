@@ -36,7 +36,12 @@ pub struct AgentOpts<'a> {
 
 impl Default for AgentOpts<'_> {
     fn default() -> Self {
-        Self { node: "t", cpus: vec![], netns: None, extra: "" }
+        Self {
+            node: "t",
+            cpus: vec![],
+            netns: None,
+            extra: "",
+        }
     }
 }
 
@@ -53,7 +58,11 @@ impl TestAgent {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = crate::free_port();
         let config_path = dir.path().join("agent.toml");
-        std::fs::write(&config_path, config_text(opts.node, &opts.cpus, dir.path(), port, opts.extra)).unwrap();
+        std::fs::write(
+            &config_path,
+            config_text(opts.node, &opts.cpus, dir.path(), port, opts.extra),
+        )
+        .unwrap();
         let socket = dir.path().join("agent.sock");
         let mut agent = Self {
             child: None,
@@ -77,12 +86,17 @@ impl TestAgent {
         let mut cmd = match &self.netns {
             Some(ns) => {
                 let mut c = std::process::Command::new("nsenter");
-                c.arg(format!("--net=/run/netns/{ns}")).arg("--").arg(crate::bin("cosched-agent"));
+                c.arg(format!("--net=/run/netns/{ns}"))
+                    .arg("--")
+                    .arg(crate::bin("cosched-agent"));
                 c
             }
             None => std::process::Command::new(crate::bin("cosched-agent")),
         };
-        cmd.arg("--config").arg(&self.config_path).stdout(Stdio::null()).stderr(log);
+        cmd.arg("--config")
+            .arg(&self.config_path)
+            .stdout(Stdio::null())
+            .stderr(log);
         let _ = std::fs::remove_file(&self.socket);
         self.child = Some(cmd.spawn().expect("starting cosched-agent"));
         let t0 = Instant::now();
@@ -90,7 +104,11 @@ impl TestAgent {
             if let Some(st) = self.child.as_mut().unwrap().try_wait().unwrap() {
                 panic!("agent exited during start-up ({st}):\n{}", self.log());
             }
-            assert!(t0.elapsed() < Duration::from_secs(15), "agent did not come up:\n{}", self.log());
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "agent did not come up:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -105,7 +123,8 @@ impl TestAgent {
 
     pub fn call(&self, req: Request) -> Result<Reply, String> {
         let mut c = Client::connect(&self.socket).map_err(|e| e.to_string())?;
-        c.call(&req, Duration::from_secs(120)).map_err(|e| e.to_string())
+        c.call(&req, Duration::from_secs(120))
+            .map_err(|e| e.to_string())
     }
 
     pub fn launch(&self, spec: JobSpec) -> u32 {
@@ -116,7 +135,10 @@ impl TestAgent {
     }
 
     pub fn wait(&self, job_id: u32, timeout: Duration) -> JobInfo {
-        match self.call(Request::Wait { job_id, timeout_ms: timeout.as_millis() as u64 }) {
+        match self.call(Request::Wait {
+            job_id,
+            timeout_ms: timeout.as_millis() as u64,
+        }) {
             Ok(Reply::Job { job }) => job,
             other => panic!("wait for job {job_id} failed: {other:?}\n{}", self.log()),
         }
@@ -186,10 +208,13 @@ impl Drop for TestAgent {
 pub fn http_get(port: u16) -> String {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to metrics");
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
 }
 
 pub fn metric_sum(text: &str, name: &str, filters: &[&str]) -> f64 {

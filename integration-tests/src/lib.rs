@@ -15,9 +15,9 @@ use std::path::PathBuf;
 
 /// Directory with `cosched-agent`, `cosched-synth`, ... .
 pub fn bin_dir() -> PathBuf {
-    let dir = std::env::var_os("COSCHED_BIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release")
-    });
+    let dir = std::env::var_os("COSCHED_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release"));
     for b in ["cosched-agent", "cosched-synth"] {
         assert!(
             dir.join(b).is_file(),
@@ -36,7 +36,10 @@ pub fn bin(name: &str) -> PathBuf {
 pub fn require_root() {
     // SAFETY: plain syscall.
     let uid = unsafe { libc::geteuid() };
-    assert_eq!(uid, 0, "this test needs root (eBPF, sched_setattr, network namespaces): run it via `cargo xtask test` as root");
+    assert_eq!(
+        uid, 0,
+        "this test needs root (eBPF, sched_setattr, network namespaces): run it via `cargo xtask test` as root"
+    );
 }
 
 /// A name unique to this test process and call site, for namespaces, ports,
@@ -44,10 +47,18 @@ pub fn require_root() {
 pub fn unique(tag: &str) -> String {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("{tag}{}x{}", std::process::id() % 100_000, N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{tag}{}x{}",
+        std::process::id() % 100_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A TCP port free right now (bound then released).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

@@ -31,7 +31,15 @@ impl NodePair {
         ip(&["link", "add", &va, "type", "veth", "peer", "name", &vb]);
         for (i, v) in [&va, &vb].into_iter().enumerate() {
             ip(&["link", "set", v, "netns", &ns[i]]);
-            ip(&["-n", &ns[i], "addr", "add", &format!("{}/24", addr[i]), "dev", v]);
+            ip(&[
+                "-n",
+                &ns[i],
+                "addr",
+                "add",
+                &format!("{}/24", addr[i]),
+                "dev",
+                v,
+            ]);
             ip(&["-n", &ns[i], "link", "set", v, "up"]);
         }
         Self { ns, addr }
@@ -41,7 +49,9 @@ impl NodePair {
     /// (tracefs and the rest of the mounts stay visible).
     pub fn command(&self, i: usize, program: impl AsRef<std::ffi::OsStr>) -> Command {
         let mut c = Command::new("nsenter");
-        c.arg(format!("--net=/run/netns/{}", self.ns[i])).arg("--").arg(program);
+        c.arg(format!("--net=/run/netns/{}", self.ns[i]))
+            .arg("--")
+            .arg(program);
         c
     }
 }

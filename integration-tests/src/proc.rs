@@ -27,7 +27,11 @@ pub fn sched_of(pid: u32) -> io::Result<Sched> {
         if nice == -1 && *libc::__errno_location() != 0 {
             return Err(io::Error::last_os_error());
         }
-        Ok(Sched { policy: policy & !libc::SCHED_RESET_ON_FORK, nice, priority: p.sched_priority })
+        Ok(Sched {
+            policy: policy & !libc::SCHED_RESET_ON_FORK,
+            nice,
+            priority: p.sched_priority,
+        })
     }
 }
 
@@ -40,7 +44,11 @@ pub fn set_nice(pid: u32, nice: i32) {
 /// State letter of /proc/<pid>/stat (R, S, T, ...).
 pub fn state_of(pid: u32) -> Option<char> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s[s.rfind(')')? + 1..].split_whitespace().next()?.chars().next()
+    s[s.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
 }
 
 /// A sleeping child process the test owns; killed on drop.
@@ -48,7 +56,12 @@ pub struct Sleeper(pub std::process::Child);
 
 impl Sleeper {
     pub fn start() -> Self {
-        Self(std::process::Command::new("sleep").arg("600").spawn().expect("spawn sleep"))
+        Self(
+            std::process::Command::new("sleep")
+                .arg("600")
+                .spawn()
+                .expect("spawn sleep"),
+        )
     }
     pub fn pid(&self) -> u32 {
         self.0.id()

@@ -24,14 +24,26 @@ pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) 
 
 /// The rank's JSON result (the benchmark prints it on stdout).
 pub fn result(info: &JobInfo) -> serde_json::Value {
-    let path = info.stdout.as_ref().expect("launched job has a stdout file");
+    let path = info
+        .stdout
+        .as_ref()
+        .expect("launched job has a stdout file");
     let text = std::fs::read_to_string(path).expect("reading job stdout");
-    let stderr = info.stderr.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let stderr = info
+        .stderr
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
     serde_json::from_str(text.trim()).unwrap_or_else(|e| {
-        panic!("job {} rank {} printed no JSON result ({e}); stdout: {text:?}; stderr: {stderr}", info.job_id, info.rank)
+        panic!(
+            "job {} rank {} printed no JSON result ({e}); stdout: {text:?}; stderr: {stderr}",
+            info.job_id, info.rank
+        )
     })
 }
 
 pub fn num(v: &serde_json::Value, key: &str) -> f64 {
-    v.get(key).and_then(|x| x.as_f64()).unwrap_or_else(|| panic!("result has no numeric {key}: {v}"))
+    v.get(key)
+        .and_then(|x| x.as_f64())
+        .unwrap_or_else(|| panic!("result has no numeric {key}: {v}"))
 }

@@ -15,14 +15,25 @@ fn agent_loads_and_attaches_every_program() {
     // Context switches happen all the time: sched_switch must be running.
     std::thread::sleep(Duration::from_millis(400));
     let m = agent.metrics();
-    for prog in ["sched_switch", "sock_recv_length", "sk_data_ready", "sched_process_exit"] {
+    for prog in [
+        "sched_switch",
+        "sock_recv_length",
+        "sk_data_ready",
+        "sched_process_exit",
+    ] {
         assert!(
-            m.contains(&format!("cosched_ebpf_program_runs_total{{program=\"{prog}\"}}")),
+            m.contains(&format!(
+                "cosched_ebpf_program_runs_total{{program=\"{prog}\"}}"
+            )),
             "no cost metric for {prog}:\n{m}"
         );
     }
     assert!(
-        cosched_integration_tests::agent::metric_sum(&m, "cosched_ebpf_program_runs_total", &["sched_switch"]) > 0.0,
+        cosched_integration_tests::agent::metric_sum(
+            &m,
+            "cosched_ebpf_program_runs_total",
+            &["sched_switch"]
+        ) > 0.0,
         "sched_switch never ran"
     );
     match agent.call(Request::Status).unwrap() {
@@ -41,7 +52,11 @@ fn last_reload(agent: &TestAgent) -> Option<(bool, String)> {
 fn wait_for_reload_count(agent: &TestAgent, outcome: &str, n: f64) {
     let t0 = std::time::Instant::now();
     while agent.metric("cosched_config_reloads_total", &[outcome]) < n {
-        assert!(t0.elapsed() < Duration::from_secs(10), "no {outcome} reload #{n} seen:\n{}", agent.log());
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no {outcome} reload #{n} seen:\n{}",
+            agent.log()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -61,9 +76,15 @@ fn bad_config_reload_is_rolled_back_and_good_one_applied() {
     assert_eq!(agent.metric("cosched_config_last_reload_ok", &[]), 0.0);
 
     // 2. A valid file that changes an immutable field: also rejected.
-    std::fs::write(&agent.config_path, good.replace("node = \"t\"", "node = \"other\"")).unwrap();
+    std::fs::write(
+        &agent.config_path,
+        good.replace("node = \"t\"", "node = \"other\""),
+    )
+    .unwrap();
     match agent.call(Request::Reload).unwrap() {
-        Reply::Reloaded { outcome } => assert!(!outcome.accepted && outcome.message.contains("node")),
+        Reply::Reloaded { outcome } => {
+            assert!(!outcome.accepted && outcome.message.contains("node"))
+        }
         r => panic!("{r:?}"),
     }
     match agent.call(Request::Status).unwrap() {
@@ -72,7 +93,11 @@ fn bad_config_reload_is_rolled_back_and_good_one_applied() {
     }
 
     // 3. A good change is applied (file watcher alone, no signal).
-    std::fs::write(&agent.config_path, format!("{good}[ebpf]\npoll_interval_ms = 20\n")).unwrap();
+    std::fs::write(
+        &agent.config_path,
+        format!("{good}[ebpf]\npoll_interval_ms = 20\n"),
+    )
+    .unwrap();
     wait_for_reload_count(&agent, "accepted", 1.0);
     assert_eq!(agent.metric("cosched_config_last_reload_ok", &[]), 1.0);
     let (accepted, _) = last_reload(&agent).unwrap();
@@ -85,7 +110,8 @@ fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
     let agent = TestAgent::start(AgentOpts::default());
     use std::io::{BufRead as _, Write as _};
     let mut s = std::os::unix::net::UnixStream::connect(&agent.socket).unwrap();
-    s.write_all(b"{\"op\":\"explode\"}\nnot json at all\n").unwrap();
+    s.write_all(b"{\"op\":\"explode\"}\nnot json at all\n")
+        .unwrap();
     let mut r = std::io::BufReader::new(s.try_clone().unwrap());
     for _ in 0..2 {
         let mut line = String::new();
@@ -93,12 +119,29 @@ fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
         assert!(line.contains("malformed request"), "{line}");
     }
     for (req, needle) in [
-        (Request::Wait { job_id: 77, timeout_ms: 10 }, "unknown job 77"),
+        (
+            Request::Wait {
+                job_id: 77,
+                timeout_ms: 10,
+            },
+            "unknown job 77",
+        ),
         (Request::Cancel { job_id: 77 }, "unknown job 77"),
-        (Request::Adopt { job_id: 3, name: "x".into(), pids: vec![999_999_999], sched: None }, "no such process"),
+        (
+            Request::Adopt {
+                job_id: 3,
+                name: "x".into(),
+                pids: vec![999_999_999],
+                sched: None,
+            },
+            "no such process",
+        ),
     ] {
         let e = agent.call(req).unwrap_err();
         assert!(e.contains(needle), "{e}");
     }
-    assert!(matches!(agent.call(Request::Jobs).unwrap(), Reply::Jobs { .. }));
+    assert!(matches!(
+        agent.call(Request::Jobs).unwrap(),
+        Reply::Jobs { .. }
+    ));
 }

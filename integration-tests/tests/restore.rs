@@ -16,12 +16,25 @@ use cosched_proto::{
 };
 
 fn adopt(agent: &TestAgent, job_id: u32, pid: u32, sched: SchedRequest) {
-    let r = agent.call(Request::Adopt { job_id, name: format!("j{job_id}"), pids: vec![pid], sched: Some(sched) });
-    assert!(matches!(r, Ok(Reply::Adopted { .. })), "{r:?}\n{}", agent.log());
+    let r = agent.call(Request::Adopt {
+        job_id,
+        name: format!("j{job_id}"),
+        pids: vec![pid],
+        sched: Some(sched),
+    });
+    assert!(
+        matches!(r, Ok(Reply::Adopted { .. })),
+        "{r:?}\n{}",
+        agent.log()
+    );
 }
 
 fn other(nice: i32) -> Sched {
-    Sched { policy: libc::SCHED_OTHER, nice, priority: 0 }
+    Sched {
+        policy: libc::SCHED_OTHER,
+        nice,
+        priority: 0,
+    }
 }
 
 #[test]
@@ -30,7 +43,11 @@ fn sigterm_restores_every_task_the_agent_changed() {
     let mut agent = TestAgent::start(AgentOpts::default());
     let (a, b, c) = (Sleeper::start(), Sleeper::start(), Sleeper::start());
     set_nice(c.pid(), 2);
-    let orig = [(a.pid(), other(0)), (b.pid(), other(0)), (c.pid(), other(2))];
+    let orig = [
+        (a.pid(), other(0)),
+        (b.pid(), other(0)),
+        (c.pid(), other(2)),
+    ];
     adopt(&agent, 1, a.pid(), SchedRequest::Fifo { priority: 7 });
     adopt(&agent, 2, b.pid(), SchedRequest::Idle);
     adopt(&agent, 3, c.pid(), SchedRequest::Nice { nice: 10 });
@@ -46,14 +63,31 @@ fn sigterm_restores_every_task_the_agent_changed() {
         cpus: vec![],
         sched: Some(SchedRequest::Rr { priority: 3 }),
     });
-    assert_eq!(sched_of(a.pid()).unwrap(), Sched { policy: libc::SCHED_FIFO, nice: 0, priority: 7 });
+    assert_eq!(
+        sched_of(a.pid()).unwrap(),
+        Sched {
+            policy: libc::SCHED_FIFO,
+            nice: 0,
+            priority: 7
+        }
+    );
     assert_eq!(sched_of(b.pid()).unwrap().policy, libc::SCHED_IDLE);
     assert_eq!(sched_of(c.pid()).unwrap(), other(10));
     assert_eq!(sched_of(launched).unwrap().policy, libc::SCHED_RR);
 
-    assert_eq!(agent.stop(), Some(0), "agent exits cleanly on SIGTERM:\n{}", agent.log());
+    assert_eq!(
+        agent.stop(),
+        Some(0),
+        "agent exits cleanly on SIGTERM:\n{}",
+        agent.log()
+    );
     for (pid, want) in orig {
-        assert_eq!(sched_of(pid).unwrap(), want, "pid {pid} not restored:\n{}", agent.log());
+        assert_eq!(
+            sched_of(pid).unwrap(),
+            want,
+            "pid {pid} not restored:\n{}",
+            agent.log()
+        );
     }
     // The launched job keeps running, with the attributes it was started with.
     assert_eq!(sched_of(launched).unwrap(), other(0));
@@ -70,7 +104,10 @@ fn sigkilled_agent_is_undone_by_its_guardian_within_a_second() {
     agent.kill9();
     let t0 = Instant::now();
     while sched_of(s.pid()).unwrap() != other(0) {
-        assert!(t0.elapsed() < Duration::from_secs(1), "task still changed 1 s after SIGKILL");
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "task still changed 1 s after SIGKILL"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -78,14 +115,17 @@ fn sigkilled_agent_is_undone_by_its_guardian_within_a_second() {
 /// The guardian of the agent whose journal is in `dir`.
 fn guardian_pid(dir: &std::path::Path) -> Option<u32> {
     let journal = dir.join("state/restore.json").display().to_string();
-    std::fs::read_dir("/proc").ok()?.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|pid| {
-        std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| {
-                let c = String::from_utf8_lossy(&c);
-                c.contains("__guardian") && c.contains(&journal)
-            })
-            .unwrap_or(false)
-    })
+    std::fs::read_dir("/proc")
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    let c = String::from_utf8_lossy(&c);
+                    c.contains("__guardian") && c.contains(&journal)
+                })
+                .unwrap_or(false)
+        })
 }
 
 #[test]
@@ -100,8 +140,21 @@ fn restarted_agent_restores_tasks_a_dead_agent_left_changed() {
     std::thread::sleep(Duration::from_millis(100));
     agent.kill9();
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(sched_of(s.pid()).unwrap().policy, libc::SCHED_BATCH, "nobody restored yet");
+    assert_eq!(
+        sched_of(s.pid()).unwrap().policy,
+        libc::SCHED_BATCH,
+        "nobody restored yet"
+    );
     agent.spawn();
-    assert_eq!(sched_of(s.pid()).unwrap(), other(0), "restart restores:\n{}", agent.log());
-    assert!(agent.log().contains("restored tasks left changed by a previous agent"));
+    assert_eq!(
+        sched_of(s.pid()).unwrap(),
+        other(0),
+        "restart restores:\n{}",
+        agent.log()
+    );
+    assert!(
+        agent
+            .log()
+            .contains("restored tasks left changed by a previous agent")
+    );
 }

@@ -34,7 +34,16 @@ fn cluster(subnet: u8) -> Cluster {
 /// and benchmark result.
 fn run_job(c: &Cluster, job_id: u32, args: &[&str]) -> Vec<(JobInfo, serde_json::Value)> {
     let addrs = [c.nodes.addr[0].as_str(), c.nodes.addr[1].as_str()];
-    for (i, spec) in specs(job_id, &format!("job{job_id}"), &addrs, 7000 + job_id as u16, args).into_iter().enumerate() {
+    for (i, spec) in specs(
+        job_id,
+        &format!("job{job_id}"),
+        &addrs,
+        7000 + job_id as u16,
+        args,
+    )
+    .into_iter()
+    .enumerate()
+    {
         c.agents[i].launch(spec);
     }
     (0..2)
@@ -42,7 +51,10 @@ fn run_job(c: &Cluster, job_id: u32, args: &[&str]) -> Vec<(JobInfo, serde_json:
             let info = c.agents[i].wait(job_id, Duration::from_secs(60));
             assert_eq!(
                 info.state,
-                cosched_proto::control::JobState::Exited { code: Some(0), signal: None },
+                cosched_proto::control::JobState::Exited {
+                    code: Some(0),
+                    signal: None
+                },
                 "rank {i} failed: {:?}",
                 info.stderr.as_ref().map(std::fs::read_to_string)
             );
@@ -71,17 +83,36 @@ fn assert_observed_within_1pct(ranks: &[(JobInfo, serde_json::Value)]) {
 fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
     require_root();
     let c = cluster(41);
-    let ranks = run_job(&c, 1, &["--proto", "udp", "--recv", "spin", "--compute-us", "20", "--duration", "1.5"]);
+    let ranks = run_job(
+        &c,
+        1,
+        &[
+            "--proto",
+            "udp",
+            "--recv",
+            "spin",
+            "--compute-us",
+            "20",
+            "--duration",
+            "1.5",
+        ],
+    );
     assert_observed_within_1pct(&ranks);
     for (info, r) in &ranks {
-        assert!(info.stats.empty_receives > 0, "spinning rank made no empty receives: {info:?}");
+        assert!(
+            info.stats.empty_receives > 0,
+            "spinning rank made no empty receives: {info:?}"
+        );
         let wait = num(r, "wait_s");
         assert!(
             info.stats.spin_seconds > 0.3 * wait,
             "spin time {} vs benchmark wait {wait}",
             info.stats.spin_seconds
         );
-        assert!(info.stats.cpu_seconds > 0.5, "a spinning rank burns CPU: {info:?}");
+        assert!(
+            info.stats.cpu_seconds > 0.5,
+            "a spinning rank burns CPU: {info:?}"
+        );
     }
 }
 
@@ -89,7 +120,20 @@ fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
 fn tcp_spinning_job_is_observed_within_one_percent() {
     require_root();
     let c = cluster(42);
-    let ranks = run_job(&c, 2, &["--proto", "tcp", "--recv", "spin", "--compute-us", "20", "--duration", "1.5"]);
+    let ranks = run_job(
+        &c,
+        2,
+        &[
+            "--proto",
+            "tcp",
+            "--recv",
+            "spin",
+            "--compute-us",
+            "20",
+            "--duration",
+            "1.5",
+        ],
+    );
     assert_observed_within_1pct(&ranks);
 }
 
@@ -97,12 +141,35 @@ fn tcp_spinning_job_is_observed_within_one_percent() {
 fn blocking_job_shows_almost_no_spin_time() {
     require_root();
     let c = cluster(43);
-    let ranks = run_job(&c, 3, &["--proto", "udp", "--recv", "block", "--compute-us", "20", "--duration", "1.5"]);
+    let ranks = run_job(
+        &c,
+        3,
+        &[
+            "--proto",
+            "udp",
+            "--recv",
+            "block",
+            "--compute-us",
+            "20",
+            "--duration",
+            "1.5",
+        ],
+    );
     assert_observed_within_1pct(&ranks);
     for (info, r) in &ranks {
-        assert_eq!(info.stats.empty_receives, 0, "blocking receives never return EAGAIN");
-        assert!(info.stats.spin_seconds < 0.001, "spin {}", info.stats.spin_seconds);
+        assert_eq!(
+            info.stats.empty_receives, 0,
+            "blocking receives never return EAGAIN"
+        );
+        assert!(
+            info.stats.spin_seconds < 0.001,
+            "spin {}",
+            info.stats.spin_seconds
+        );
         assert!(num(r, "wait_s") > 0.0);
-        assert!(info.stats.switches_voluntary > 100, "blocking rank sleeps in receive: {info:?}");
+        assert!(
+            info.stats.switches_voluntary > 100,
+            "blocking rank sleeps in receive: {info:?}"
+        );
     }
 }

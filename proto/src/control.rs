@@ -70,7 +70,10 @@ pub enum JobState {
     Running,
     /// All processes exited; `code` is the launched process's exit code (None
     /// if killed by a signal or adopted).
-    Exited { code: Option<i32>, signal: Option<i32> },
+    Exited {
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

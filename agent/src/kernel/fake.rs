@@ -34,6 +34,8 @@ pub struct FakeKernel {
     pub cpus: BTreeMap<u32, CpuSlot>,
     pub events: VecDeque<Event>,
     pub calls: Vec<Call>,
+    /// Per-task watch flags set by the agent.
+    pub watched: BTreeMap<u32, u32>,
     /// tids whose set_attr fails with EPERM (to test error paths).
     pub deny: Vec<u32>,
 }
@@ -110,7 +112,6 @@ impl TaskControl for FakeKernel {
 }
 
 impl Kernel for FakeKernel {
-
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         if !self.tasks.contains_key(&pid) {
             return Err(gone());
@@ -137,7 +138,17 @@ impl Kernel for FakeKernel {
         Ok(())
     }
 
+    fn watch(&mut self, tid: u32, flags: u32) -> io::Result<()> {
+        if flags == 0 {
+            self.watched.remove(&tid);
+        } else {
+            self.watched.insert(tid, flags);
+        }
+        Ok(())
+    }
+
     fn untrack(&mut self, tid: u32) -> io::Result<()> {
+        self.watched.remove(&tid);
         self.tracked.remove(&tid);
         self.calls.push(Call::Untrack(tid));
         Ok(())

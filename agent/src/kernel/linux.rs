@@ -148,7 +148,6 @@ impl TaskControl for Linux {
 }
 
 impl Kernel for Linux {
-
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         proc_threads(pid)
     }
@@ -159,6 +158,10 @@ impl Kernel for Linux {
 
     fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()> {
         self.probes.track(tid, tgid, job_id)
+    }
+
+    fn watch(&mut self, tid: u32, flags: u32) -> io::Result<()> {
+        self.probes.watch(tid, flags)
     }
 
     fn untrack(&mut self, tid: u32) -> io::Result<()> {

@@ -17,7 +17,9 @@ pub use sched_attr::{SchedAttr, SchedPolicy};
 
 /// Identity of a task that survives pid reuse: tid plus its start time (clock
 /// ticks since boot, field 22 of /proc/<tid>/stat).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct TaskId {
     pub tid: u32,
     pub start_time: u64,
@@ -54,6 +56,8 @@ pub trait Kernel: TaskControl {
     // --- eBPF maps ---------------------------------------------------------
     /// Start tracking a task (insert into the managed-task map).
     fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()>;
+    /// Ask the eBPF side for extra per-task events (`watch_flags`; 0 = none).
+    fn watch(&mut self, tid: u32, flags: u32) -> io::Result<()>;
     /// Stop tracking a task (remove it from the managed-task map).
     fn untrack(&mut self, tid: u32) -> io::Result<()>;
     /// Current counters of one tracked task (None if not tracked).

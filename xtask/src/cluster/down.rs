@@ -1,0 +1,218 @@
+//! `cluster down`: stops everything a cluster started, also after a crash and
+//! also when nothing is up. Leftovers are found by name (namespaces, links,
+//! node cgroups), not only from cluster.json, which may be gone or stale.
+
+use std::{collections::BTreeSet, fs, io, path::Path, time::Duration};
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+
+use super::{BRIDGE, Cluster, STATE_DIR, cgroups, network, procfs};
+use crate::progress::say;
+
+/// How long agents get to restore their tasks after SIGTERM.
+const AGENT_GRACE: Duration = Duration::from_secs(5);
+/// How long killed processes get to disappear.
+const KILL_GRACE: Duration = Duration::from_secs(3);
+
+/// What `down` removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct DownReport {
+    /// Agents that exited after SIGTERM.
+    pub agents_stopped: usize,
+    /// Processes killed afterwards (agents that did not stop, jobs, anything
+    /// left in a node's cgroup or namespace).
+    pub processes_killed: usize,
+    pub cgroups_removed: usize,
+    pub links_deleted: Vec<String>,
+    pub namespaces_deleted: Vec<String>,
+    pub state_dir_removed: bool,
+}
+
+impl DownReport {
+    /// True when there was nothing to stop or remove.
+    pub fn nothing_done(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// Stops and removes the cluster and anything an earlier one left behind.
+pub fn down() -> Result<DownReport> {
+    let mut report = DownReport::default();
+    let cluster = Cluster::try_load().unwrap_or_else(|error| {
+        say(
+            "down",
+            format!("ignoring an unreadable cluster.json: {error:#}"),
+        );
+        None
+    });
+    stop_agents(cluster.as_ref(), &mut report)?;
+    kill_everything_left(&mut report)?;
+    remove_cgroups(&mut report)?;
+    delete_network(&mut report)?;
+    remove_state_dir(&mut report)?;
+    if report.nothing_done() {
+        say("down", "nothing to do: no cluster is up");
+    }
+    Ok(report)
+}
+
+/// SIGTERM to the agents (from cluster.json, and whatever sits directly in a
+/// node cgroup, which is where agents run), then a grace period in which they
+/// restore the tasks they changed.
+fn stop_agents(cluster: Option<&Cluster>, report: &mut DownReport) -> Result<()> {
+    let mut agents = BTreeSet::new();
+    for node in cluster
+        .map(|cluster| cluster.nodes.as_slice())
+        .unwrap_or_default()
+    {
+        if let Some(pid) = node.agent_pid
+            && node.agent_alive()
+        {
+            agents.insert(pid);
+        }
+    }
+    for cgroup in cgroups::leftover_node_cgroups()? {
+        agents.extend(cgroups::direct_members(&cgroup));
+    }
+    if agents.is_empty() {
+        return Ok(());
+    }
+    let agents: Vec<u32> = agents.into_iter().collect();
+    for &pid in &agents {
+        procfs::signal(pid, "TERM")?;
+    }
+    let still_running = procfs::wait_for_exit(&agents, AGENT_GRACE);
+    report.agents_stopped = agents.len() - still_running.len();
+    say(
+        "down",
+        format!(
+            "stopped {} agent process(es) with SIGTERM",
+            report.agents_stopped
+        ),
+    );
+    if !still_running.is_empty() {
+        say(
+            "down",
+            format!(
+                "{} agent process(es) did not exit within {} s: killing them",
+                still_running.len(),
+                AGENT_GRACE.as_secs()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `cgroup.kill` on every node cgroup and SIGKILL to anything else inside a
+/// node namespace (commands started with `Node::command` are not in a cgroup).
+fn kill_everything_left(report: &mut DownReport) -> Result<()> {
+    let node_cgroups = cgroups::leftover_node_cgroups()?;
+    let mut victims = BTreeSet::new();
+    for cgroup in &node_cgroups {
+        collect_members(cgroup, &mut victims);
+    }
+    for netns in network::leftover_namespaces()? {
+        victims.extend(network::namespace_pids(&netns)?);
+    }
+    if victims.is_empty() {
+        return Ok(());
+    }
+    for cgroup in &node_cgroups {
+        cgroups::kill_all(cgroup)?;
+    }
+    for &pid in &victims {
+        procfs::signal(pid, "KILL")?;
+    }
+    let victims: Vec<u32> = victims.into_iter().collect();
+    let survivors = procfs::wait_for_exit(&victims, KILL_GRACE);
+    if !survivors.is_empty() {
+        bail!("processes {survivors:?} survived SIGKILL; run `cargo xtask cluster down` again");
+    }
+    for cgroup in &node_cgroups {
+        if !cgroups::wait_until_empty(cgroup, KILL_GRACE) {
+            bail!(
+                "cgroup {} still has processes after cgroup.kill",
+                cgroup.display()
+            );
+        }
+    }
+    report.processes_killed = victims.len();
+    say(
+        "down",
+        format!("killed {} remaining process(es)", victims.len()),
+    );
+    Ok(())
+}
+
+/// Every pid in a cgroup tree.
+fn collect_members(cgroup: &Path, pids: &mut BTreeSet<u32>) {
+    pids.extend(cgroups::direct_members(cgroup));
+    let Ok(entries) = fs::read_dir(cgroup) else {
+        return;
+    };
+    for entry in entries.filter_map(|entry| entry.ok()) {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            collect_members(&entry.path(), pids);
+        }
+    }
+}
+
+fn remove_cgroups(report: &mut DownReport) -> Result<()> {
+    for cgroup in cgroups::leftover_node_cgroups()? {
+        report.cgroups_removed += cgroups::remove_tree(&cgroup)?;
+    }
+    let root_removed = cgroups::remove_root_if_empty();
+    if report.cgroups_removed > 0 || root_removed {
+        report.cgroups_removed += usize::from(root_removed);
+        say(
+            "down",
+            format!("removed {} cgroup(s)", report.cgroups_removed),
+        );
+    }
+    Ok(())
+}
+
+/// Veths first (which also removes their peers inside the namespaces), then
+/// the bridge, then the namespaces.
+fn delete_network(report: &mut DownReport) -> Result<()> {
+    let mut links = network::leftover_links()?;
+    links.sort_by_key(|name| name == BRIDGE);
+    for link in links {
+        network::delete_link(&link).with_context(|| format!("could not delete link {link}"))?;
+        report.links_deleted.push(link);
+    }
+    for netns in network::leftover_namespaces()? {
+        network::delete_namespace(&netns)
+            .with_context(|| format!("could not delete namespace {netns}"))?;
+        report.namespaces_deleted.push(netns);
+    }
+    if !report.links_deleted.is_empty() {
+        say(
+            "down",
+            format!("deleted links {}", report.links_deleted.join(", ")),
+        );
+    }
+    if !report.namespaces_deleted.is_empty() {
+        say(
+            "down",
+            format!(
+                "deleted namespaces {}",
+                report.namespaces_deleted.join(", ")
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn remove_state_dir(report: &mut DownReport) -> Result<()> {
+    match fs::remove_dir_all(STATE_DIR) {
+        Ok(()) => {
+            report.state_dir_removed = true;
+            say("down", format!("removed {STATE_DIR}"));
+            Ok(())
+        }
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error).with_context(|| format!("could not remove {STATE_DIR}")),
+    }
+}

@@ -1,0 +1,145 @@
+//! `cluster status`: the recorded cluster with live agent state, as a table
+//! for people or JSON for scripts.
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use super::{Cluster, Node, STATE_DIR, cgroups, network};
+
+/// The cluster as it is now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// Whether cluster.json exists.
+    pub up: bool,
+    pub policy: Option<String>,
+    pub nodes: Vec<NodeStatus>,
+    /// Namespaces, links, cgroups or state a cluster left behind without a
+    /// cluster.json (a crashed run); `cluster down` removes them.
+    pub leftovers: Vec<String>,
+}
+
+/// A node with its live state.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeStatus {
+    #[serde(flatten)]
+    pub node: Node,
+    pub agent_alive: bool,
+    pub metrics_url: String,
+}
+
+/// Reads cluster.json and checks the agents.
+pub fn status() -> Result<Status> {
+    let Some(cluster) = Cluster::try_load()? else {
+        return Ok(Status {
+            up: false,
+            policy: None,
+            nodes: Vec::new(),
+            leftovers: leftovers()?,
+        });
+    };
+    let nodes = cluster
+        .nodes
+        .iter()
+        .map(|node| NodeStatus {
+            agent_alive: node.agent_alive(),
+            metrics_url: node.metrics_url(),
+            node: node.clone(),
+        })
+        .collect();
+    Ok(Status {
+        up: true,
+        policy: Some(cluster.policy),
+        nodes,
+        leftovers: Vec::new(),
+    })
+}
+
+/// Everything named like a cluster's that exists now. The cgroup root itself
+/// does not count: other tools may keep their own cgroups below it.
+pub(super) fn leftovers() -> Result<Vec<String>> {
+    let mut found: Vec<String> = network::leftover_namespaces()?
+        .into_iter()
+        .map(|netns| format!("namespace {netns}"))
+        .collect();
+    found.extend(
+        network::leftover_links()?
+            .into_iter()
+            .map(|link| format!("link {link}")),
+    );
+    found.extend(
+        cgroups::leftover_node_cgroups()?
+            .into_iter()
+            .map(|cgroup| format!("cgroup {}", cgroup.display())),
+    );
+    if Path::new(STATE_DIR).exists() {
+        found.push(format!("state directory {STATE_DIR}"));
+    }
+    Ok(found)
+}
+
+impl Status {
+    /// A human-readable table (one line per node) with a heading line.
+    pub fn table(&self) -> String {
+        if !self.up {
+            let mut text = String::from("no cluster is up\n");
+            if !self.leftovers.is_empty() {
+                text.push_str(&format!(
+                    "leftovers of an earlier cluster: {}\nremove them with `cargo xtask cluster down`\n",
+                    self.leftovers.join(", ")
+                ));
+            }
+            return text;
+        }
+        let alive = self.nodes.iter().filter(|node| node.agent_alive).count();
+        let mut rows = vec![
+            [
+                "NODE",
+                "NETNS",
+                "ADDRESS",
+                "CPU",
+                "AGENT",
+                "METRICS",
+                "CONTROL SOCKET",
+            ]
+            .map(String::from),
+        ];
+        for status in &self.nodes {
+            let node = &status.node;
+            let agent = match (node.agent_pid, status.agent_alive) {
+                (Some(pid), true) => format!("{pid} running"),
+                (Some(pid), false) => format!("{pid} DEAD"),
+                (None, _) => "not started".to_owned(),
+            };
+            rows.push([
+                node.name.clone(),
+                node.netns.clone(),
+                node.address.to_string(),
+                node.cpu.to_string(),
+                agent,
+                status.metrics_url.clone(),
+                node.control_socket.display().to_string(),
+            ]);
+        }
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|column| rows.iter().map(|row| row[column].len()).max().unwrap_or(0))
+            .collect();
+        let mut text = format!(
+            "cluster: {} nodes, policy {}, {alive}/{} agents running\n",
+            self.nodes.len(),
+            self.policy.as_deref().unwrap_or("?"),
+            self.nodes.len()
+        );
+        for row in rows {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:width$}"))
+                .collect();
+            text.push_str(cells.join("  ").trim_end());
+            text.push('\n');
+        }
+        text
+    }
+}

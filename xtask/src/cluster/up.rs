@@ -1,0 +1,203 @@
+//! `cluster up`: network, cgroups, configs and agents for N nodes.
+
+use std::{env, fs, path::PathBuf, time::Duration};
+
+use anyhow::{Context as _, Result, bail};
+
+use super::{
+    AgentCommand, Cluster, DEFAULT_METRICS_PORT, agent, cgroups, cpus, down, network, procfs,
+    status,
+};
+use crate::{
+    cargo_build::{self, Profile},
+    progress::say,
+    setup,
+    workspace::Workspace,
+};
+
+/// The agent binary that `up` starts unless told otherwise.
+const AGENT_BINARY: &str = "cosched-agent";
+
+/// How to bring a cluster up.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub nodes: usize,
+    /// The agents' local policy (`local`, `dcs`, ...).
+    pub policy: String,
+    /// The port each agent serves metrics on inside its namespace.
+    pub metrics_port: u16,
+    /// `None`: the release agent binary, built if missing.
+    pub agent: Option<AgentCommand>,
+    /// Build the workspace even when the agent binary exists.
+    pub rebuild: bool,
+    /// How long an agent may take to create its control socket.
+    pub startup_timeout: Duration,
+}
+
+impl Default for UpOptions {
+    fn default() -> Self {
+        Self {
+            nodes: 2,
+            policy: "local".to_owned(),
+            metrics_port: DEFAULT_METRICS_PORT,
+            agent: None,
+            rebuild: false,
+            startup_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Starts a cluster and records it in cluster.json. On failure whatever was
+/// created is removed again (the error quotes the failing agent's log).
+pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
+    refuse_if_up()?;
+    let agent = agent_command(workspace, options)?;
+    let mut cluster = Cluster::plan(
+        options.nodes,
+        &cpus::online()?,
+        &options.policy,
+        options.metrics_port,
+    )?;
+    if let Err(error) = start(&mut cluster, &agent, options.startup_timeout) {
+        match keep_logs(&cluster) {
+            Ok(dir) => say(
+                "up",
+                format!(
+                    "failed; agent logs kept in {}; removing what was created",
+                    dir.display()
+                ),
+            ),
+            Err(copy) => say(
+                "up",
+                format!("failed; could not keep the agent logs: {copy:#}"),
+            ),
+        }
+        if let Err(cleanup) = down::down() {
+            say("up", format!("cleanup failed too: {cleanup:#}"));
+        }
+        return Err(error);
+    }
+    say(
+        "up",
+        format!(
+            "{} nodes ready; `cargo xtask cluster status` shows them, `cargo xtask cluster down` stops them",
+            cluster.nodes.len()
+        ),
+    );
+    Ok(cluster)
+}
+
+/// Copies the agents' logs out of the state directory, which the cleanup
+/// after a failed start removes.
+fn keep_logs(cluster: &Cluster) -> Result<PathBuf> {
+    let dir = env::temp_dir().join("cosched-cluster-failed-logs");
+    fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    for node in cluster.nodes.iter().filter(|node| node.log_file.exists()) {
+        let kept = dir.join(format!("{}.log", node.name));
+        fs::copy(&node.log_file, &kept)
+            .with_context(|| format!("could not copy {}", node.log_file.display()))?;
+    }
+    Ok(dir)
+}
+
+fn refuse_if_up() -> Result<()> {
+    let existing = Cluster::try_load()
+        .context("a cluster.json exists but cannot be read: run `cargo xtask cluster down`")?;
+    if let Some(existing) = existing {
+        bail!(
+            "a cluster of {} nodes is already up (see `cargo xtask cluster status`): \
+             stop it first with `cargo xtask cluster down`",
+            existing.nodes.len()
+        );
+    }
+    let leftovers = status::leftovers()?;
+    if !leftovers.is_empty() {
+        bail!(
+            "an earlier cluster left {} behind: remove it with `cargo xtask cluster down`",
+            leftovers.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The agent to run, building the workspace first when the binary is missing.
+fn agent_command(workspace: &Workspace, options: &UpOptions) -> Result<AgentCommand> {
+    if let Some(agent) = &options.agent {
+        setup::host()?;
+        return Ok(agent.clone());
+    }
+    let binary = workspace.profile_dir("release")?.join(AGENT_BINARY);
+    if options.rebuild || !binary.is_file() {
+        if !binary.is_file() {
+            say("up", format!("{} is missing; building", binary.display()));
+        }
+        let tools = setup::all(workspace)?;
+        cargo_build::build_binaries(workspace, &tools, Profile::Release)
+            .context("could not build the agent for the cluster")?;
+        if !binary.is_file() {
+            bail!("the build did not produce {}", binary.display());
+        }
+    } else {
+        setup::host()?;
+    }
+    Ok(AgentCommand::Binary(binary))
+}
+
+fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Result<()> {
+    for node in &cluster.nodes {
+        let dir = node.config_path.parent().unwrap_or(&cluster.state_dir);
+        fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    }
+    // Saved before anything is created, so `down` finds all of it after a crash.
+    cluster.save()?;
+
+    network::create_bridge(cluster)?;
+    say(
+        "up",
+        format!(
+            "bridge {} {}/{}",
+            cluster.bridge, cluster.gateway, cluster.prefix_len
+        ),
+    );
+    for node in &cluster.nodes {
+        network::create_node(cluster, node)?;
+        cgroups::create(&node.cgroup)?;
+        agent::write_config(cluster, node)?;
+        say(
+            "up",
+            format!(
+                "{}: netns {}, {}/{} (veth {}), cpu {}, cgroup {}",
+                node.name,
+                node.netns,
+                node.address,
+                cluster.prefix_len,
+                node.veth,
+                node.cpu,
+                node.cgroup.display()
+            ),
+        );
+    }
+
+    let mut children = Vec::new();
+    for index in 0..cluster.nodes.len() {
+        let child = agent::spawn(&cluster.nodes[index], agent)?;
+        let node = &mut cluster.nodes[index];
+        node.agent_pid = Some(child.id());
+        node.agent_start_ticks = procfs::stat(child.id()).map(|stat| stat.start_ticks);
+        cluster.save()?;
+        children.push(child);
+    }
+    for (node, child) in cluster.nodes.iter().zip(&mut children) {
+        agent::wait_until_ready(node, child, timeout)?;
+        say(
+            "up",
+            format!(
+                "{}: agent pid {} ready (log {})",
+                node.name,
+                child.id(),
+                node.log_file.display()
+            ),
+        );
+    }
+    Ok(())
+}
