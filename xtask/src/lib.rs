@@ -7,6 +7,7 @@
 //! drive the same code, e.g. [`cluster::Cluster::load`] to find the nodes of a
 //! running cluster.
 
+pub mod bench;
 pub mod cargo_build;
 pub mod cluster;
 pub mod process;

@@ -2,8 +2,10 @@
 //! `run` that calls into the library. To add a subcommand (demo, bench), add a
 //! module with `Args` and `run`, and a variant to [`Command`].
 
+mod bench;
 mod build;
 mod cluster;
+mod demo;
 mod setup;
 mod test;
 
@@ -32,6 +34,11 @@ enum Command {
     Cluster(cluster::Args),
     /// The CI pipeline: setup, release build, fmt, clippy, tests.
     Test(test::Args),
+    /// Build, bring up a 2-node cluster, run a fine-grain job dedicated and
+    /// two together, print what each did and what the agents saw, tear down.
+    Demo(demo::Args),
+    /// Benchmarks (eBPF overhead, policies).
+    Bench(bench::Args),
 }
 
 /// Runs the chosen subcommand; the exit code is the command's own for
@@ -43,5 +50,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Build(args) => build::run(&workspace, args),
         Command::Cluster(args) => cluster::run(&workspace, args),
         Command::Test(args) => test::run(&workspace, args),
+        Command::Demo(args) => demo::run(&workspace, args),
+        Command::Bench(args) => bench::run(&workspace, args),
     }
 }

@@ -1,0 +1,211 @@
+//! Running benchmark jobs (`cosched-synth`) on the local cluster through the
+//! agents' control sockets, and collecting what each job did: the benchmark's
+//! own numbers and the agents' eBPF view of it.
+use std::{
+    collections::BTreeMap,
+    time::{Duration, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context as _, bail};
+use cosched_proto::{
+    control::{Client, JobInfo, JobState, Reply, Request},
+    job::JobSpec,
+};
+use serde::Serialize;
+
+use crate::cluster::Cluster;
+
+/// One job to run: which nodes (one rank each) and the benchmark's arguments.
+#[derive(Clone, Debug)]
+pub struct JobPlan {
+    pub job_id: u32,
+    pub name: String,
+    /// Node index of each rank.
+    pub nodes: Vec<usize>,
+    /// UDP/TCP port every rank of this job listens on (on its node's address).
+    pub port: u16,
+    /// Arguments of `cosched-synth` (pattern, mode, compute, duration, ...).
+    pub args: Vec<String>,
+}
+
+/// What one job did, summed over its ranks.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct JobOutcome {
+    pub job: String,
+    pub job_id: u32,
+    pub ranks: usize,
+    /// Mean over ranks of the benchmark's iterations per second.
+    pub iterations_per_s: f64,
+    pub iterations: f64,
+    pub elapsed_s: f64,
+    /// Messages sent / received by the benchmark itself, all ranks.
+    pub messages_sent: u64,
+    pub messages_received: u64,
+    /// Message arrivals the agents observed with eBPF, all ranks.
+    pub messages_observed: u64,
+    /// Time inside receives (benchmark) and spinning (agents' eBPF), all ranks.
+    pub wait_seconds: f64,
+    pub spin_seconds: f64,
+    /// On-CPU time from eBPF, all ranks.
+    pub cpu_seconds: f64,
+    pub context_switches: u64,
+    pub empty_receives: u64,
+    /// The raw per-rank benchmark results.
+    #[serde(skip)]
+    pub rank_results: Vec<serde_json::Value>,
+}
+
+fn call(cluster: &Cluster, node: usize, req: Request) -> anyhow::Result<Reply> {
+    let n = &cluster.nodes[node];
+    let mut c = Client::connect(&n.control_socket).with_context(|| {
+        format!(
+            "agent of node {} not reachable (is the cluster up?)",
+            n.name
+        )
+    })?;
+    c.call(&req, Duration::from_secs(600))
+        .with_context(|| format!("agent of node {}", n.name))
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Runs `plans` concurrently (all start at the same instant), waits for all,
+/// and returns one outcome per job. `synth` is the benchmark binary.
+pub fn run_together(
+    cluster: &Cluster,
+    synth: &str,
+    plans: &[JobPlan],
+) -> anyhow::Result<Vec<JobOutcome>> {
+    // Leave time for every rank of every job to start and handshake.
+    let start_at = unix_ns() + 600_000_000 + 150_000_000 * plans.len() as u64;
+    for plan in plans {
+        let peers: Vec<String> = plan
+            .nodes
+            .iter()
+            .map(|&n| format!("{}:{}", cluster.nodes[n].address, plan.port))
+            .collect();
+        for (rank, &node) in plan.nodes.iter().enumerate() {
+            let mut args = plan.args.clone();
+            args.extend(["--start-at-unix-ns".into(), start_at.to_string()]);
+            let spec = JobSpec {
+                job_id: plan.job_id,
+                name: plan.name.clone(),
+                rank: rank as u32,
+                size: plan.nodes.len() as u32,
+                command: synth.to_string(),
+                args,
+                env: BTreeMap::new(),
+                peers: peers.clone(),
+                cpus: vec![],
+                sched: None,
+            };
+            call(cluster, node, Request::Launch { spec })
+                .with_context(|| format!("launching {} rank {rank}", plan.name))?;
+        }
+    }
+    let mut out = Vec::new();
+    for plan in plans {
+        let mut o = JobOutcome {
+            job: plan.name.clone(),
+            job_id: plan.job_id,
+            ranks: plan.nodes.len(),
+            ..JobOutcome::default()
+        };
+        for (rank, &node) in plan.nodes.iter().enumerate() {
+            let info = match call(
+                cluster,
+                node,
+                Request::Wait {
+                    job_id: plan.job_id,
+                    timeout_ms: 300_000,
+                },
+            )? {
+                Reply::Job { job } => job,
+                r => bail!("unexpected reply {r:?}"),
+            };
+            let result =
+                rank_result(&info).with_context(|| format!("{} rank {rank}", plan.name))?;
+            add_rank(&mut o, &info, &result);
+            o.rank_results.push(result);
+            let _ = call(
+                cluster,
+                node,
+                Request::Forget {
+                    job_id: plan.job_id,
+                },
+            );
+        }
+        let n = o.ranks as f64;
+        o.iterations_per_s /= n;
+        o.iterations /= n;
+        o.elapsed_s /= n;
+        out.push(o);
+    }
+    Ok(out)
+}
+
+fn rank_result(info: &JobInfo) -> anyhow::Result<serde_json::Value> {
+    let stderr = || {
+        info.stderr
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    };
+    if info.state
+        != (JobState::Exited {
+            code: Some(0),
+            signal: None,
+        })
+    {
+        bail!("benchmark rank failed ({:?}): {}", info.state, stderr());
+    }
+    let path = info.stdout.as_ref().context("job has no stdout file")?;
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    serde_json::from_str(text.trim())
+        .with_context(|| format!("no JSON result in {path}; stderr: {}", stderr()))
+}
+
+fn add_rank(o: &mut JobOutcome, info: &JobInfo, r: &serde_json::Value) {
+    let f = |k: &str| r.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    o.iterations_per_s += f("iterations_per_s");
+    o.iterations += f("iterations");
+    o.elapsed_s += f("elapsed_s");
+    o.messages_sent += f("messages_sent") as u64;
+    o.messages_received += f("messages_received") as u64;
+    o.wait_seconds += f("wait_s");
+    o.messages_observed += info.stats.messages_observed;
+    o.spin_seconds += info.stats.spin_seconds;
+    o.cpu_seconds += info.stats.cpu_seconds;
+    o.context_switches += info.stats.switches_voluntary + info.stats.switches_preempted;
+    o.empty_receives += info.stats.empty_receives;
+}
+
+/// Median of a non-empty list.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_lists() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(vec![]).is_nan());
+    }
+}

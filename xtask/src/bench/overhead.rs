@@ -1,0 +1,257 @@
+//! eBPF overhead benchmark: the time a context switch costs with the agent's
+//! programs attached vs not, measured side by side in one run.
+//!
+//! Workload: two threads of this process pinned to one CPU play ping-pong over
+//! two pipes, so every round trip is exactly two context switches on that CPU.
+//! Modes, interleaved in every repetition so drift hits all of them alike:
+//! - `baseline`: no agent running;
+//! - `attached`: an agent running, the ping-pong threads not managed (every
+//!   switch runs `sched_switch`, whose map lookups miss);
+//! - `managed`: the ping-pong process adopted by the agent (lookups hit and
+//!   the per-task counters are updated on every switch).
+use std::{
+    io::{Read as _, Write as _},
+    os::unix::net::UnixStream,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::mpsc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, bail};
+use cosched_proto::control::{Client, Request};
+use serde::Serialize;
+
+use super::jobs::median;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OverheadReport {
+    pub round_trips_per_sample: u64,
+    pub repetitions: usize,
+    pub cpu: usize,
+    /// Median ns per context switch in each mode.
+    pub baseline_ns_per_switch: f64,
+    pub attached_ns_per_switch: f64,
+    pub managed_ns_per_switch: f64,
+    /// Medians of the per-repetition differences to the baseline.
+    pub added_ns_attached: f64,
+    pub added_ns_managed: f64,
+    /// The kernel's own BPF stats: mean run time of `sched_switch` per run
+    /// (includes the stats' own timing overhead).
+    pub kernel_sched_switch_ns_per_run: f64,
+    pub samples: Vec<(String, f64)>,
+}
+
+fn pin(cpu: usize) -> anyhow::Result<()> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: valid set for the calling thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        bail!("sched_setaffinity: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Two pinned threads that exchange one byte `n` times on request.
+struct PingPong {
+    go: mpsc::Sender<u64>,
+    done: mpsc::Receiver<Duration>,
+}
+
+impl PingPong {
+    fn start(cpu: usize) -> anyhow::Result<Self> {
+        let (mut a, mut b) = UnixStream::pair()?;
+        let (go_tx, go_rx) = mpsc::channel::<u64>();
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("pong".into())
+            .spawn(move || {
+                let _ = pin(cpu);
+                let mut byte = [0u8; 1];
+                while b.read_exact(&mut byte).is_ok() {
+                    if b.write_all(&byte).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        std::thread::Builder::new()
+            .name("ping".into())
+            .spawn(move || {
+                let _ = pin(cpu);
+                let mut byte = [0u8; 1];
+                while let Ok(n) = go_rx.recv() {
+                    let t0 = Instant::now();
+                    for _ in 0..n {
+                        if a.write_all(&byte).is_err() || a.read_exact(&mut byte).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = done_tx.send(t0.elapsed());
+                }
+            })?;
+        Ok(Self {
+            go: go_tx,
+            done: done_rx,
+        })
+    }
+
+    /// ns per context switch over `n` round trips.
+    fn measure(&self, n: u64) -> anyhow::Result<f64> {
+        self.go.send(n)?;
+        let d = self
+            .done
+            .recv_timeout(Duration::from_secs(120))
+            .context("ping-pong stalled")?;
+        Ok(d.as_nanos() as f64 / (2 * n) as f64)
+    }
+}
+
+struct Agent {
+    child: Child,
+    socket: PathBuf,
+    metrics_port: u16,
+}
+
+impl Agent {
+    fn start(bin: &Path, dir: &Path) -> anyhow::Result<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let socket = dir.join("agent.sock");
+        let config = dir.join("agent.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "node = \"bench\"\nmetrics_listen = \"127.0.0.1:{port}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\npin_self = false\n",
+                socket.display(),
+                dir.join("state").display()
+            ),
+        )?;
+        let _ = std::fs::remove_file(&socket);
+        let child = Command::new(bin)
+            .arg("--config")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("agent.log"))?)
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        let t0 = Instant::now();
+        while Client::connect(&socket).is_err() {
+            if t0.elapsed() > Duration::from_secs(15) {
+                bail!(
+                    "agent did not start; log: {}",
+                    std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(Self {
+            child,
+            socket,
+            metrics_port: port,
+        })
+    }
+
+    fn adopt_self(&self) -> anyhow::Result<()> {
+        Client::connect(&self.socket)?
+            .call(
+                &Request::Adopt {
+                    job_id: 1,
+                    name: "pingpong".into(),
+                    pids: vec![std::process::id()],
+                    sched: None,
+                },
+                Duration::from_secs(10),
+            )
+            .context("adopting the ping-pong process")?;
+        Ok(())
+    }
+
+    /// (runs, seconds) of sched_switch from the agent's metrics.
+    fn sched_switch_cost(&self) -> anyhow::Result<(f64, f64)> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))?;
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
+        let mut text = String::new();
+        s.read_to_string(&mut text)?;
+        let get = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name) && l.contains("program=\"sched_switch\""))
+                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        Ok((
+            get("cosched_ebpf_program_runs_total"),
+            get("cosched_ebpf_program_run_seconds_total"),
+        ))
+    }
+
+    fn stop(mut self) {
+        // SAFETY: plain syscall.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}
+
+pub fn run(
+    agent_bin: &Path,
+    repetitions: usize,
+    round_trips: u64,
+    cpu: usize,
+) -> anyhow::Result<OverheadReport> {
+    let dir = tempfile_dir()?;
+    let pp = PingPong::start(cpu)?;
+    pp.measure(round_trips / 10)?; // warm up
+    let (mut base, mut att, mut man, mut samples) = (vec![], vec![], vec![], vec![]);
+    let (mut d_att, mut d_man) = (vec![], vec![]);
+    let (mut runs, mut secs) = (0.0, 0.0);
+    for rep in 0..repetitions {
+        let b = pp.measure(round_trips)?;
+        let agent = Agent::start(agent_bin, &dir)?;
+        std::thread::sleep(Duration::from_millis(200));
+        let a = pp.measure(round_trips)?;
+        agent.adopt_self()?;
+        let m = pp.measure(round_trips)?;
+        let (r, s) = agent.sched_switch_cost()?;
+        runs += r;
+        secs += s;
+        agent.stop();
+        eprintln!(
+            "  rep {}: baseline {b:.0} ns, attached {a:.0} ns, managed {m:.0} ns per switch",
+            rep + 1
+        );
+        samples.extend([
+            ("baseline".to_string(), b),
+            ("attached".to_string(), a),
+            ("managed".to_string(), m),
+        ]);
+        d_att.push(a - b);
+        d_man.push(m - b);
+        base.push(b);
+        att.push(a);
+        man.push(m);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(OverheadReport {
+        round_trips_per_sample: round_trips,
+        repetitions,
+        cpu,
+        baseline_ns_per_switch: median(base),
+        attached_ns_per_switch: median(att),
+        managed_ns_per_switch: median(man),
+        added_ns_attached: median(d_att),
+        added_ns_managed: median(d_man),
+        kernel_sched_switch_ns_per_run: if runs > 0.0 {
+            secs * 1e9 / runs
+        } else {
+            f64::NAN
+        },
+        samples,
+    })
+}
+
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("cosched-overhead-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
