@@ -1,0 +1,417 @@
+//! The dynamic-coscheduling engine behind `dcs`, `sb`, `sy`, `pb`, `pb-sb` and
+//! `dcs-sb`.
+//!
+//! Seed 002 §2.1 describes these policies as choices on two independent axes:
+//! how a task *waits* for a message (spin; spin-block, SB; spin-yield, SY) and
+//! what happens when a message *arrives* (nothing; demand-based boost, DCS;
+//! periodic checks, PB). Seed 000 §4.1–4.2 names the same three rescheduling
+//! techniques: no message within a time period (SB/SY), message arrival (DCS),
+//! periodic rescheduling (PB). One engine therefore holds the shared state
+//! (observations, holds, fairness budget, emitted levels) and each technique
+//! lives in its own module as rules plus behaviour:
+//! [`dcs`](super::dcs), [`spin_block`](super::spin_block),
+//! [`periodic_boost`](super::periodic_boost).
+//!
+//! Every task is in exactly one hold (see `hold.rs`): free (its original attributes),
+//! blocked/yielded, or boosted. Its level is derived from the hold, so a boost
+//! and a block can never fight over a task.
+
+use super::action::{Action, Level, Reason};
+use super::dcs::DcsParams;
+use super::event::{Event, NodeSnapshot, SwitchOut};
+use super::fairness::{FairnessBudget, FairnessParams};
+use super::hold::{BoostRule, BoostSource, Hold, Managed};
+use super::ids::{JobId, TaskId};
+use super::level_book::LevelBook;
+use super::observe::{CpuOccupancy, Observed};
+use super::periodic_boost::{PeriodicBoostParams, PeriodicRule};
+use super::policy::{LocalPolicy, PolicyKind};
+use super::spin_block::{SpinBlockParams, SpinWaitRule};
+use super::spin_learning::SpinTime;
+use std::collections::BTreeMap;
+
+/// Which techniques the engine runs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rules {
+    /// DCS: boost on a message for a task that is not running.
+    pub demand: Option<BoostRule>,
+    /// SB / SY: block or yield after spinning too long.
+    pub spin_wait: Option<SpinWaitRule>,
+    /// PB: periodic decision.
+    pub periodic: Option<PeriodicRule>,
+}
+
+/// The engine; build it with [`DynamicCoscheduler::dcs`],
+/// [`DynamicCoscheduler::spin_block`], [`DynamicCoscheduler::spin_yield`],
+/// [`DynamicCoscheduler::periodic_boost`], [`DynamicCoscheduler::pb_sb`] or
+/// [`DynamicCoscheduler::dcs_sb`].
+#[derive(Debug, Clone)]
+pub struct DynamicCoscheduler {
+    pub(crate) kind: PolicyKind,
+    pub(crate) rules: Rules,
+    pub(crate) now: u64,
+    pub(crate) tasks: BTreeMap<TaskId, Managed>,
+    /// Tasks in the order they were added: PB's round-robin order.
+    pub(crate) ring: Vec<TaskId>,
+    pub(crate) cpus: CpuOccupancy,
+    pub(crate) budget: FairnessBudget,
+    pub(crate) levels: LevelBook,
+    /// When the next PB decision is due.
+    pub(crate) next_period_at: Option<u64>,
+    /// Jobs of boosted tasks forgotten since the last event: `forget` has no
+    /// time, so their boost is charged until the next event (never less than
+    /// it really lasted).
+    pub(crate) forgotten_boosts: Vec<JobId>,
+}
+
+impl DynamicCoscheduler {
+    pub(crate) fn with_rules(kind: PolicyKind, rules: Rules, fairness: &FairnessParams) -> Self {
+        Self {
+            kind,
+            rules,
+            now: 0,
+            tasks: BTreeMap::new(),
+            ring: Vec::new(),
+            cpus: CpuOccupancy::default(),
+            budget: FairnessBudget::new(fairness),
+            levels: LevelBook::default(),
+            next_period_at: None,
+            forgotten_boosts: Vec::new(),
+        }
+    }
+
+    /// `pb-sb`: periodic boost, receives implemented as spin-block (seed 002
+    /// §2.1: "receive is implemented as SB and there is also a background
+    /// kernel activity checking message queues (PB)").
+    pub fn pb_sb(
+        pb: &PeriodicBoostParams,
+        sb: &SpinBlockParams,
+        fairness: &FairnessParams,
+    ) -> Self {
+        let rules = Rules {
+            spin_wait: Some(SpinWaitRule::block(sb)),
+            periodic: Some(pb.rule()),
+            ..Rules::default()
+        };
+        Self::with_rules(PolicyKind::PbSb, rules, fairness)
+    }
+
+    /// `dcs-sb`: spin-block receives, and every message for a task that is not
+    /// running (blocked or merely preempted) boosts it (seed 004 §2.2: DCS
+    /// treats every incoming message as a demand, ICS only those for blocked
+    /// processes). Wake-ups get the DCS boost rather than SB's own.
+    pub fn dcs_sb(dcs: &DcsParams, sb: &SpinBlockParams, fairness: &FairnessParams) -> Self {
+        let rules = Rules {
+            demand: Some(dcs.rule()),
+            spin_wait: Some(SpinWaitRule {
+                wake_boost: None,
+                ..SpinWaitRule::block(sb)
+            }),
+            ..Rules::default()
+        };
+        Self::with_rules(PolicyKind::DcsSb, rules, fairness)
+    }
+
+    fn add(&mut self, task: TaskId, job: JobId, out: &mut Vec<Action>) {
+        if let Some(managed) = self.tasks.get(&task) {
+            if managed.job == job {
+                return;
+            }
+            // Re-added under another job: hand it back before re-accounting.
+            self.end_hold(task, Reason::Released, out);
+            if let Some(managed) = self.tasks.get_mut(&task) {
+                managed.job = job;
+            }
+            return;
+        }
+        let spin_time = self
+            .rules
+            .spin_wait
+            .as_ref()
+            .map_or(SpinTime::fixed(u64::MAX), |r| r.spin_time());
+        self.tasks.insert(
+            task,
+            Managed {
+                job,
+                obs: Observed::default(),
+                hold: Hold::Free,
+                spin_time,
+            },
+        );
+        self.ring.push(task);
+    }
+
+    /// Emits the level that `task`'s hold implies.
+    pub(crate) fn apply(&mut self, task: TaskId, reason: Reason, out: &mut Vec<Action>) {
+        if let Some(managed) = self.tasks.get(&task) {
+            self.levels.set(task, managed.hold.level(), reason, out);
+        }
+    }
+
+    /// Boosts `task` if its job's fairness budget allows; returns whether it did.
+    pub(crate) fn try_boost(
+        &mut self,
+        task: TaskId,
+        source: BoostSource,
+        rule: BoostRule,
+        reason: Reason,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return false;
+        };
+        if matches!(managed.hold, Hold::Boosted { .. }) || !self.budget.can_start(managed.job, now)
+        {
+            return false;
+        }
+        self.budget.start(managed.job, now);
+        let until = rule.max_ns.map(|max| now.saturating_add(max));
+        managed.hold = Hold::Boosted {
+            source,
+            prio: rule.prio,
+            until,
+        };
+        self.apply(task, reason, out);
+        true
+    }
+
+    /// Ends `task`'s boost or block (back to its original attributes).
+    pub(crate) fn end_hold(&mut self, task: TaskId, reason: Reason, out: &mut Vec<Action>) {
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        if matches!(managed.hold, Hold::Boosted { .. }) {
+            self.budget.stop(managed.job, now);
+        }
+        managed.hold = Hold::Free;
+        self.apply(task, reason, out);
+    }
+
+    fn end_boost(&mut self, task: TaskId, reason: Reason, out: &mut Vec<Action>) {
+        if self.is_boosted(task) {
+            self.end_hold(task, reason, out);
+        }
+    }
+
+    pub(crate) fn is_boosted(&self, task: TaskId) -> bool {
+        self.tasks
+            .get(&task)
+            .is_some_and(|m| matches!(m.hold, Hold::Boosted { .. }))
+    }
+
+    /// Tasks whose hold matches `pred`, in id order.
+    pub(crate) fn tasks_where(&self, pred: impl Fn(&Managed) -> bool) -> Vec<TaskId> {
+        self.tasks
+            .iter()
+            .filter(|(_, m)| pred(m))
+            .map(|(&t, _)| t)
+            .collect()
+    }
+
+    fn switched_in(&mut self, task: TaskId, cpu: u32) {
+        let now = self.now;
+        if !self.tasks.contains_key(&task) {
+            return;
+        }
+        if let Some(displaced) = self.cpus.switched_in(task, cpu)
+            && let Some(other) = self.tasks.get_mut(&displaced)
+        {
+            other.obs.switched_out(now, SwitchOut::Preempted);
+        }
+        if let Some(managed) = self.tasks.get_mut(&task) {
+            managed.obs.switched_in(cpu, now);
+        }
+    }
+
+    fn switched_out(&mut self, task: TaskId, how: SwitchOut, out: &mut Vec<Action>) {
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        managed.obs.switched_out(now, how);
+        self.cpus.remove(task);
+        if how == SwitchOut::Voluntary {
+            self.end_boost(task, Reason::BoostEndBlocked, out);
+        }
+    }
+
+    fn spin_started(&mut self, task: TaskId, out: &mut Vec<Action>) {
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        managed.obs.spin_started(now);
+        self.end_boost(task, Reason::BoostEndWaiting, out);
+    }
+
+    fn data_received(&mut self, task: TaskId, out: &mut Vec<Action>) {
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        if let Some(wait) = managed.obs.data_received(now) {
+            managed.spin_time.observe_wait(wait);
+        }
+        let on_cpu = managed.obs.on_cpu;
+        if matches!(managed.hold, Hold::Blocked { .. }) {
+            self.wake(task, on_cpu, Reason::WakeOnArrival, out);
+        }
+    }
+
+    /// Adopts a snapshot; a message the events missed is handled as an arrival,
+    /// a blocked task whose wait ended is woken.
+    fn reconcile(&mut self, snapshot: &NodeSnapshot, out: &mut Vec<Action>) {
+        let now = self.now;
+        self.cpus.replace(&snapshot.cpus);
+        for snap in &snapshot.tasks {
+            let Some(managed) = self.tasks.get_mut(&snap.task) else {
+                continue;
+            };
+            let missed_arrival = managed.obs.reconcile(snap, now);
+            let wait_ended = managed.obs.spin.is_none() && !managed.obs.pending_message;
+            let blocked = matches!(managed.hold, Hold::Blocked { .. });
+            if missed_arrival {
+                self.on_message(snap.task, snap.on_cpu, out);
+            } else if blocked && wait_ended {
+                self.wake(snap.task, snap.on_cpu, Reason::WakeOnArrival, out);
+            }
+        }
+    }
+
+    fn settle_forgotten_boosts(&mut self) {
+        for job in std::mem::take(&mut self.forgotten_boosts) {
+            self.budget.stop(job, self.now);
+        }
+    }
+
+    /// Everything that is due by `now`: budget, boost timers, spin thresholds,
+    /// block bounds, the periodic decision.
+    fn advance(&mut self, out: &mut Vec<Action>) {
+        let now = self.now;
+        for job in self.budget.exhausted(now) {
+            for task in self.tasks_where(|m| m.job == job && matches!(m.hold, Hold::Boosted { .. }))
+            {
+                self.end_hold(task, Reason::BudgetExhausted, out);
+            }
+        }
+        let expired = self.tasks_where(
+            |m| matches!(m.hold, Hold::Boosted { until: Some(until), .. } if until <= now),
+        );
+        for task in expired {
+            self.end_hold(task, Reason::BoostExpired, out);
+        }
+        if let Some(rule) = self.rules.periodic
+            && self.next_period_at.is_none_or(|due| now >= due)
+        {
+            self.periodic_decision(rule, out);
+            self.next_period_at = Some(match self.next_period_at {
+                Some(due) if now < due.saturating_add(rule.period_ns) => due + rule.period_ns,
+                _ => now.saturating_add(rule.period_ns),
+            });
+        }
+        // Last: a boost that ended above may leave a spinner past its threshold.
+        if let Some(rule) = self.rules.spin_wait.clone() {
+            self.block_long_spinners(&rule, out);
+            self.wake_overdue(&rule, out);
+        }
+    }
+}
+
+impl LocalPolicy for DynamicCoscheduler {
+    fn kind(&self) -> PolicyKind {
+        self.kind
+    }
+
+    fn on_event(&mut self, event: &Event<'_>, out: &mut Vec<Action>) {
+        self.now = self.now.max(event.at());
+        self.settle_forgotten_boosts();
+        match *event {
+            Event::TaskAdded { task, info, .. } => self.add(task, info.job, out),
+            Event::TaskExited { task, .. } => self.forget(task),
+            Event::MessageArrived {
+                task,
+                on_cpu,
+                spinning,
+                ..
+            } => {
+                let now = self.now;
+                if let Some(managed) = self.tasks.get_mut(&task) {
+                    managed.obs.message_arrived(now, on_cpu, spinning);
+                    self.on_message(task, on_cpu, out);
+                }
+            }
+            Event::SwitchedIn { task, cpu, .. } => self.switched_in(task, cpu),
+            Event::SwitchedOut { task, how, .. } => self.switched_out(task, how, out),
+            Event::SpinStarted { task, .. } => self.spin_started(task, out),
+            Event::DataReceived { task, .. } => self.data_received(task, out),
+            Event::Tick { snapshot, .. } => {
+                if let Some(snapshot) = snapshot {
+                    self.reconcile(snapshot, out);
+                }
+            }
+            Event::SlotStarted { .. } => {}
+        }
+        self.settle_forgotten_boosts(); // an exit is timed
+        self.advance(out);
+    }
+
+    fn next_wakeup(&self) -> Option<u64> {
+        let mut next = self.budget.next_deadline();
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: u64| n.min(t)));
+            }
+        };
+        for managed in self.tasks.values() {
+            match managed.hold {
+                Hold::Boosted { until, .. } => consider(until),
+                Hold::Blocked { since, .. } => consider(
+                    self.rules
+                        .spin_wait
+                        .as_ref()
+                        .map(|r| since.saturating_add(r.max_hold_ns)),
+                ),
+                Hold::Free => {
+                    if self.rules.spin_wait.is_some() {
+                        consider(managed.obs.spin_deadline(managed.spin_time.current_ns()));
+                    }
+                }
+            }
+        }
+        if self.rules.periodic.is_some() && !self.tasks.is_empty() {
+            consider(Some(self.next_period_at.unwrap_or(self.now)));
+        }
+        next
+    }
+
+    fn forget(&mut self, task: TaskId) {
+        let Some(managed) = self.tasks.remove(&task) else {
+            return;
+        };
+        if matches!(managed.hold, Hold::Boosted { .. }) {
+            self.forgotten_boosts.push(managed.job);
+        }
+        self.ring.retain(|&t| t != task);
+        self.cpus.remove(task);
+        self.levels.forget(task);
+    }
+
+    fn release_all(&mut self, out: &mut Vec<Action>) {
+        for managed in self.tasks.values_mut() {
+            managed.hold = Hold::Free;
+        }
+        self.budget.clear();
+        self.forgotten_boosts.clear();
+        self.levels.release_all(out);
+    }
+
+    fn level_of(&self, task: TaskId) -> Level {
+        self.levels.get(task)
+    }
+
+    fn uses_snapshots(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,90 @@
+//! DCS: demand-based (dynamic) coscheduling.
+//!
+//! Seed 004 §2.2: "when a process receives an incoming message it immediately
+//! receives a priority boost", because "if a process receives an incoming
+//! message, its peer(s) must be currently running on other nodes"; the boost
+//! takes effect "at the soonest time it would be fair to do so" (§4.4), and
+//! waiting processes always spin, never block. Seed 000 §4.2.2 (second
+//! technique): a message for a task that is ready but not running boosts it to
+//! the highest level and moves it to the head of the queue.
+//!
+//! Here: a message for a managed task that is not on a CPU boosts it to a
+//! real-time band for at most `max_boost_us`, charged to its job's fairness
+//! budget (a job over budget is not boosted). The boost ends as soon as the
+//! task has consumed its message and waits again (spin start), blocks, runs
+//! out its duration, or its job's budget runs out.
+
+use super::action::{Action, Reason};
+use super::combined::{DynamicCoscheduler, Rules};
+use super::config::ConfigError;
+use super::fairness::FairnessParams;
+use super::hold::{BoostRule, BoostSource, Hold};
+use super::ids::{TaskId, us_to_ns};
+use super::policy::PolicyKind;
+use serde::{Deserialize, Serialize};
+
+/// DCS parameters (`[policy.dcs]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DcsParams {
+    /// Longest a demand boost lasts, µs. Default 5000: longer than one 4 ms
+    /// scheduler tick (HZ=250), so the receiver surely gets to process its
+    /// message, yet short enough to return to fair sharing quickly.
+    pub max_boost_us: u64,
+    /// SCHED_FIFO/RR priority of the boost, 1..=99. Default 10.
+    pub boost_prio: u8,
+}
+
+impl Default for DcsParams {
+    fn default() -> Self {
+        Self {
+            max_boost_us: 5_000,
+            boost_prio: 10,
+        }
+    }
+}
+
+impl DcsParams {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::require_positive("dcs.max_boost_us", self.max_boost_us)?;
+        ConfigError::require_rt_prio("dcs.boost_prio", self.boost_prio)
+    }
+
+    pub(crate) fn rule(&self) -> BoostRule {
+        BoostRule {
+            prio: self.boost_prio,
+            max_ns: Some(us_to_ns(self.max_boost_us)),
+        }
+    }
+}
+
+impl DynamicCoscheduler {
+    /// `dcs`: boost on message arrival, waiting tasks spin.
+    pub fn dcs(params: &DcsParams, fairness: &FairnessParams) -> Self {
+        let rules = Rules {
+            demand: Some(params.rule()),
+            ..Rules::default()
+        };
+        Self::with_rules(PolicyKind::Dcs, rules, fairness)
+    }
+
+    /// A message reached `task` (`on_cpu`: it was running at that instant).
+    /// A blocked task is woken (see [`spin_block`](super::spin_block)); a free
+    /// task that is not running gets the demand boost when DCS is on.
+    pub(crate) fn on_message(&mut self, task: TaskId, on_cpu: bool, out: &mut Vec<Action>) {
+        let Some(hold) = self.tasks.get(&task).map(|m| m.hold) else {
+            return;
+        };
+        match hold {
+            Hold::Blocked { .. } => self.wake(task, on_cpu, Reason::WakeOnArrival, out),
+            Hold::Free => {
+                if let Some(rule) = self.rules.demand
+                    && !on_cpu
+                {
+                    self.try_boost(task, BoostSource::Arrival, rule, Reason::ArrivalBoost, out);
+                }
+            }
+            Hold::Boosted { .. } => {}
+        }
+    }
+}

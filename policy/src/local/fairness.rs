@@ -1,0 +1,232 @@
+//! The fairness budget that bounds boosts per job.
+//!
+//! Seed 004 §2.2: a message arrival boosts its receiver "so it runs as soon as
+//! it would be fair to do so", and seed 000 §5.1 measures fairness as the pace
+//! of progress (CPU a job gets per window W). A job that receives many messages
+//! would otherwise stay boosted and starve its neighbours, so every boost (DCS,
+//! wake-up, periodic) is charged to its job: within each aligned window
+//! `[k·W, (k+1)·W)` a job may be boosted for at most `max_boosted_percent` of
+//! `W`, summed over its tasks. Once the budget is spent, its boosts end and new
+//! ones are refused until the next window (wake-ups still happen, unboosted).
+
+use super::config::ConfigError;
+use super::ids::{JobId, us_to_ns};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Configuration of the per-job boost budget (`[policy.fairness]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FairnessParams {
+    /// Accounting window W in microseconds. Default 100000 (100 ms, a few CFS
+    /// slices at HZ=250, long enough to hold several boosts).
+    pub window_us: u64,
+    /// Share of each window a job may spend boosted, percent (1..=100).
+    /// Default 50: with two jobs per node (the papers' setting) no job can take
+    /// more than its fair half of a CPU by being boosted.
+    pub max_boosted_percent: u8,
+}
+
+impl Default for FairnessParams {
+    fn default() -> Self {
+        Self {
+            window_us: 100_000,
+            max_boosted_percent: 50,
+        }
+    }
+}
+
+impl FairnessParams {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::require_positive("fairness.window_us", self.window_us)?;
+        ConfigError::require_range(
+            "fairness.max_boosted_percent",
+            self.max_boosted_percent.into(),
+            1,
+            100,
+        )
+    }
+
+    /// The window in nanoseconds.
+    pub fn window_ns(&self) -> u64 {
+        us_to_ns(self.window_us).max(1)
+    }
+
+    /// Boosted nanoseconds a job may use per window.
+    pub fn budget_ns(&self) -> u64 {
+        let share = u128::from(self.max_boosted_percent.min(100));
+        (u128::from(self.window_ns()) * share / 100) as u64
+    }
+}
+
+/// A boost shorter than this is not worth a context switch: refuse it.
+pub const MIN_USEFUL_BOOST_NS: u64 = 20_000;
+
+/// One job's use of its budget in the current window.
+#[derive(Debug, Clone, Copy, Default)]
+struct JobAccount {
+    /// Index of the window `used` belongs to.
+    window: u64,
+    /// Boosted ns used in that window, accrued up to `accrued_to`.
+    used: u64,
+    /// Tasks of the job boosted right now.
+    active: u32,
+    accrued_to: u64,
+}
+
+/// Per-job boosted-time accounting in aligned windows.
+#[derive(Debug, Clone)]
+pub(crate) struct FairnessBudget {
+    window_ns: u64,
+    budget_ns: u64,
+    jobs: BTreeMap<JobId, JobAccount>,
+}
+
+impl FairnessBudget {
+    pub fn new(params: &FairnessParams) -> Self {
+        Self {
+            window_ns: params.window_ns(),
+            budget_ns: params.budget_ns(),
+            jobs: BTreeMap::new(),
+        }
+    }
+
+    /// Whether `job` may start one more boost at `now`: it must have enough
+    /// budget left to give every boost (running ones and the new one) at least
+    /// [`MIN_USEFUL_BOOST_NS`].
+    pub fn can_start(&mut self, job: JobId, now: u64) -> bool {
+        let remaining = self.remaining(job, now);
+        let boosts = u64::from(self.account(job, now).active) + 1;
+        remaining >= boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
+    }
+
+    /// A task of `job` starts being boosted at `now`.
+    pub fn start(&mut self, job: JobId, now: u64) {
+        self.account(job, now).active += 1;
+    }
+
+    /// A task of `job` stops being boosted at `now`.
+    pub fn stop(&mut self, job: JobId, now: u64) {
+        let account = self.account(job, now);
+        account.active = account.active.saturating_sub(1);
+    }
+
+    /// Budget left for `job` in the window of `now`.
+    pub fn remaining(&mut self, job: JobId, now: u64) -> u64 {
+        let budget = self.budget_ns;
+        budget.saturating_sub(self.account(job, now).used)
+    }
+
+    /// Jobs with running boosts whose budget is spent as of `now`.
+    /// Also drops idle accounts of past windows, so the map holds only jobs
+    /// that boosted recently.
+    pub fn exhausted(&mut self, now: u64) -> Vec<JobId> {
+        let current_window = now / self.window_ns;
+        self.jobs
+            .retain(|_, a| a.active > 0 || a.window >= current_window);
+        let active: Vec<JobId> = self
+            .jobs
+            .iter()
+            .filter(|(_, a)| a.active > 0)
+            .map(|(&job, _)| job)
+            .collect();
+        active
+            .into_iter()
+            .filter(|&job| {
+                let remaining = self.remaining(job, now);
+                remaining < u64::from(self.account(job, now).active)
+            })
+            .collect()
+    }
+
+    /// The next instant a job with running boosts spends its budget (or its
+    /// window ends, when the account must be looked at again).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.jobs
+            .values()
+            .filter(|a| a.active > 0)
+            .map(|a| {
+                let window_end = (a.window + 1).saturating_mul(self.window_ns);
+                let left_each = self.budget_ns.saturating_sub(a.used) / u64::from(a.active);
+                a.accrued_to.saturating_add(left_each).min(window_end)
+            })
+            .min()
+    }
+
+    /// Forgets all accounts (the policy is switched off).
+    pub fn clear(&mut self) {
+        self.jobs.clear();
+    }
+
+    /// Brings `job`'s account up to `now` and returns it.
+    fn account(&mut self, job: JobId, now: u64) -> &mut JobAccount {
+        let window_ns = self.window_ns;
+        let account = self.jobs.entry(job).or_insert(JobAccount {
+            window: now / window_ns,
+            used: 0,
+            active: 0,
+            accrued_to: now,
+        });
+        if now > account.accrued_to {
+            let active = u64::from(account.active);
+            let window_of_now = now / window_ns;
+            if window_of_now == account.window {
+                account.used += active * (now - account.accrued_to);
+            } else {
+                // Boosts running across the boundary count in the new window
+                // from its start; the old window is closed.
+                let window_start = window_of_now * window_ns;
+                account.window = window_of_now;
+                account.used = active * (now - window_start.max(account.accrued_to));
+            }
+            account.accrued_to = now;
+        }
+        account
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budget(window_us: u64, percent: u8) -> FairnessBudget {
+        FairnessBudget::new(&FairnessParams {
+            window_us,
+            max_boosted_percent: percent,
+        })
+    }
+
+    #[test]
+    fn boosts_drain_the_window_and_it_refills() {
+        let mut b = budget(1_000, 50); // 500 us per 1 ms window
+        let job = JobId(1);
+        assert!(b.can_start(job, 0));
+        b.start(job, 0);
+        assert_eq!(b.next_deadline(), Some(500_000));
+        assert!(b.exhausted(499_999).is_empty());
+        assert_eq!(b.exhausted(500_000), vec![job]);
+        b.stop(job, 500_000);
+        assert!(!b.can_start(job, 600_000));
+        assert!(b.can_start(job, 1_000_000));
+    }
+
+    #[test]
+    fn two_concurrent_boosts_drain_twice_as_fast() {
+        let mut b = budget(1_000, 50);
+        let job = JobId(1);
+        b.start(job, 0);
+        b.start(job, 100_000);
+        // 100 us used by the first, then 400 us left for two: 200 us each.
+        assert_eq!(b.next_deadline(), Some(300_000));
+        assert_eq!(b.exhausted(300_000), vec![job]);
+    }
+
+    #[test]
+    fn boost_across_window_boundary_is_charged_to_the_new_window() {
+        let mut b = budget(1_000, 50);
+        let job = JobId(2);
+        b.start(job, 900_000);
+        assert_eq!(b.next_deadline(), Some(1_000_000));
+        assert_eq!(b.remaining(job, 1_100_000), 400_000);
+    }
+}

@@ -1,0 +1,307 @@
+//! FCS: flexible coscheduling (seed 004 §2.4, §4.6).
+//!
+//! FCS "augments gang-scheduling with dynamic process classification and local
+//! scheduling": the coordinator still broadcasts gang slots
+//! ([`Event::SlotStarted`]), and on each node every process is classified from
+//! its own communication behaviour ([`classify`]) and given a level from its
+//! class and whether its job owns the slot ([`priority`]).
+//!
+//! State machine per process: measuring as CS → measuring as DC → classified
+//! (re-classified at each of its own slots). An F slot owner yields after its
+//! spin time ([`spin_learning`](crate::local::spin_learning), per process) and
+//! resumes on its message; yielding resets at each slot start. A slot that
+//! passes its `until` loses its owner (everybody at its group level); if no
+//! new slot starts within `slot_grace_us`, FCS gives up on gang slots and
+//! every process is `Normal` (no gang, no coscheduling claims). FCS does not use the
+//! fairness budget: the gang matrix already shares time between jobs, and the
+//! top-priority boost lasts exactly the owner's slot.
+
+pub mod classify;
+pub mod params;
+pub mod priority;
+
+use self::classify::{FcsClass, FcsProfile};
+pub use self::params::FcsParams;
+use self::priority::fcs_level;
+use super::action::{Action, Level, Reason};
+use super::event::{Event, NodeSnapshot};
+use super::ids::{JobId, TaskId, us_to_ns};
+use super::level_book::LevelBook;
+use super::observe::Observed;
+use super::policy::{LocalPolicy, PolicyKind};
+use super::spin_learning::SpinTime;
+use std::collections::BTreeMap;
+
+/// The current gang slot on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    owner: Option<JobId>,
+    until: u64,
+}
+
+/// One managed process under FCS.
+#[derive(Debug, Clone)]
+struct FcsTask {
+    job: JobId,
+    obs: Observed,
+    profile: FcsProfile,
+    spin_time: SpinTime,
+    /// An F slot owner that spun past its spin time in this slot.
+    yielded: bool,
+}
+
+/// The FCS policy.
+#[derive(Debug, Clone)]
+pub struct FcsPolicy {
+    params: FcsParams,
+    now: u64,
+    slot: Option<Slot>,
+    tasks: BTreeMap<TaskId, FcsTask>,
+    levels: LevelBook,
+}
+
+impl FcsPolicy {
+    pub fn new(params: &FcsParams) -> Self {
+        Self {
+            params: params.clone(),
+            now: 0,
+            slot: None,
+            tasks: BTreeMap::new(),
+            levels: LevelBook::default(),
+        }
+    }
+
+    /// The class `task` is scheduled as now.
+    pub fn class_of(&self, task: TaskId) -> Option<FcsClass> {
+        self.tasks.get(&task).map(|t| t.profile.class())
+    }
+
+    /// The measuring/classification state and counters of `task`.
+    pub fn profile_of(&self, task: TaskId) -> Option<&FcsProfile> {
+        self.tasks.get(&task).map(|t| &t.profile)
+    }
+
+    fn owns_slot(&self, job: JobId) -> bool {
+        self.slot.is_some_and(|s| s.owner == Some(job))
+    }
+
+    fn add(&mut self, task: TaskId, job: JobId) {
+        let spin_time = if self.params.learn_spin_time {
+            SpinTime::learned(us_to_ns(self.params.f_spin_us), &self.params.learning)
+        } else {
+            SpinTime::fixed(us_to_ns(self.params.f_spin_us))
+        };
+        let entry = FcsTask {
+            job,
+            obs: Observed::default(),
+            profile: FcsProfile::default(),
+            spin_time,
+            yielded: false,
+        };
+        if self.tasks.get(&task).is_none_or(|t| t.job != job) {
+            self.tasks.insert(task, entry);
+        }
+    }
+
+    /// A message reached `task`: a communication attempt, the end of its wait,
+    /// and top priority back if it had yielded.
+    fn message_for(&mut self, task: TaskId) {
+        let now = self.now;
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.profile.communicated();
+            t.profile.wait_ended(now);
+            t.yielded = false;
+        }
+    }
+
+    fn slot_started(&mut self, owner: Option<JobId>, until: u64) {
+        let slot = Slot { owner, until };
+        if self.slot == Some(slot) {
+            return; // a repeated broadcast of the same slot
+        }
+        self.slot = Some(slot);
+        for t in self.tasks.values_mut() {
+            t.yielded = false;
+            if owner == Some(t.job) {
+                t.profile.own_slot_started(&self.params);
+            }
+        }
+    }
+
+    fn reconcile(&mut self, snapshot: &NodeSnapshot) {
+        let now = self.now;
+        for snap in &snapshot.tasks {
+            let missed_arrival = match self.tasks.get_mut(&snap.task) {
+                Some(t) => t.obs.reconcile(snap, now),
+                None => continue,
+            };
+            if missed_arrival {
+                self.message_for(snap.task);
+            }
+        }
+    }
+
+    /// Slot expiry, F yields, counter modes and levels as of `now`.
+    fn advance(&mut self, out: &mut Vec<Action>) {
+        let now = self.now;
+        let grace = us_to_ns(self.params.slot_grace_us);
+        if let Some(slot) = self.slot.as_mut()
+            && slot.until <= now
+        {
+            slot.owner = None;
+            if slot.until.saturating_add(grace) <= now {
+                self.slot = None;
+            }
+        }
+        let slot = self.slot;
+        for t in self.tasks.values_mut() {
+            let owns = slot.is_some_and(|s| s.owner == Some(t.job));
+            let class = t.profile.class();
+            if owns
+                && class == FcsClass::F
+                && !t.yielded
+                && t.obs.on_cpu
+                && t.obs.waiting_idle()
+                && t.obs.spin_cpu_ns(now) >= t.spin_time.current_ns()
+            {
+                t.yielded = true;
+            }
+            t.profile
+                .set_coscheduled(owns && class != FcsClass::Dc, now);
+        }
+        let decisions: Vec<(TaskId, Level, Reason)> = self
+            .tasks
+            .iter()
+            .map(|(&task, t)| {
+                let (level, reason) = self.decide(task, t);
+                (task, level, reason)
+            })
+            .collect();
+        for (task, level, reason) in decisions {
+            self.levels.set(task, level, reason, out);
+        }
+    }
+
+    fn decide(&self, task: TaskId, t: &FcsTask) -> (Level, Reason) {
+        if self.slot.is_none() {
+            return (Level::Normal, Reason::FcsNoSlot);
+        }
+        let owns = self.owns_slot(t.job);
+        let class = t.profile.class();
+        let level = fcs_level(class, owns, t.yielded, self.params.top_prio);
+        let reason = match (owns, class, level) {
+            (true, FcsClass::F, Level::Background) => Reason::FcsFrustratedYield,
+            (true, FcsClass::F, Level::Boost { .. })
+                if self.levels.get(task) == Level::Background =>
+            {
+                Reason::FcsFrustratedResume
+            }
+            (true, _, Level::Boost { .. }) => Reason::FcsSlotOwner,
+            _ => Reason::FcsGroup,
+        };
+        (level, reason)
+    }
+}
+
+impl LocalPolicy for FcsPolicy {
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::Fcs
+    }
+
+    fn on_event(&mut self, event: &Event<'_>, out: &mut Vec<Action>) {
+        self.now = self.now.max(event.at());
+        let now = self.now;
+        match *event {
+            Event::TaskAdded { task, info, .. } => self.add(task, info.job),
+            Event::TaskExited { task, .. } => self.forget(task),
+            Event::MessageArrived {
+                task,
+                on_cpu,
+                spinning,
+                ..
+            } => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    t.obs.message_arrived(now, on_cpu, spinning);
+                    self.message_for(task);
+                }
+            }
+            Event::SwitchedIn { task, cpu, .. } => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    t.obs.switched_in(cpu, now);
+                    t.profile.switched_in(now);
+                }
+            }
+            Event::SwitchedOut { task, how, .. } => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    t.obs.switched_out(now, how);
+                    t.profile.switched_out(now);
+                }
+            }
+            Event::SpinStarted { task, .. } => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    t.obs.spin_started(now);
+                    t.profile.wait_started(now);
+                }
+            }
+            Event::DataReceived { task, .. } => {
+                if let Some(t) = self.tasks.get_mut(&task) {
+                    if let Some(wait) = t.obs.data_received(now) {
+                        t.spin_time.observe_wait(wait);
+                    }
+                    t.profile.wait_ended(now);
+                    t.yielded = false;
+                }
+            }
+            Event::Tick { snapshot, .. } => {
+                if let Some(snapshot) = snapshot {
+                    self.reconcile(snapshot);
+                }
+            }
+            Event::SlotStarted { owner, until, .. } => {
+                // Count what happened so far in the old slot's modes first.
+                for t in self.tasks.values_mut() {
+                    t.profile.set_coscheduled(false, now);
+                }
+                self.slot_started(owner, until);
+            }
+        }
+        self.advance(out);
+    }
+
+    fn next_wakeup(&self) -> Option<u64> {
+        let slot = self.slot?;
+        let spin_deadlines = self.tasks.values().filter_map(|t| {
+            let candidate = self.owns_slot(t.job) && t.profile.class() == FcsClass::F && !t.yielded;
+            if candidate {
+                t.obs.spin_deadline(t.spin_time.current_ns())
+            } else {
+                None
+            }
+        });
+        let slot_change = match slot.owner {
+            Some(_) => slot.until,
+            None => slot
+                .until
+                .saturating_add(us_to_ns(self.params.slot_grace_us)),
+        };
+        spin_deadlines.chain([slot_change]).min()
+    }
+
+    fn forget(&mut self, task: TaskId) {
+        self.tasks.remove(&task);
+        self.levels.forget(task);
+    }
+
+    fn release_all(&mut self, out: &mut Vec<Action>) {
+        self.slot = None;
+        self.levels.release_all(out);
+    }
+
+    fn level_of(&self, task: TaskId) -> Level {
+        self.levels.get(task)
+    }
+
+    fn uses_snapshots(&self) -> bool {
+        true
+    }
+}

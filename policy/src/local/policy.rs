@@ -1,0 +1,152 @@
+//! The interface every local policy implements, and the names of the policies.
+
+use super::action::{Action, Level};
+use super::event::Event;
+use super::ids::TaskId;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A per-node coscheduling policy: a pure state machine from events to level
+/// changes.
+///
+/// Contract with the driver (the agent, a simulator or a test):
+/// - events come with non-decreasing `at` as far as possible (a late event is
+///   treated as happening now);
+/// - when `next_wakeup()` returns `Some(t)`, the driver delivers
+///   [`Event::Tick`] at `t` (or as soon after as it can) unless another event
+///   comes first; every boost, block and budget bound relies on this;
+/// - the driver applies each [`Action`] it receives (they are only changes).
+pub trait LocalPolicy: Send + fmt::Debug {
+    /// Which policy this is.
+    fn kind(&self) -> PolicyKind;
+
+    /// Feeds one event; level changes are appended to `actions`.
+    fn on_event(&mut self, event: &Event<'_>, actions: &mut Vec<Action>);
+
+    /// When the policy next needs a [`Event::Tick`] (absolute ns), if ever.
+    fn next_wakeup(&self) -> Option<u64>;
+
+    /// Drops every trace of `task` without emitting anything: the caller no
+    /// longer manages it (it exited, or the agent restores it itself). No later
+    /// action names it unless it is added again.
+    fn forget(&mut self, task: TaskId);
+
+    /// Switches the policy off: emits `Normal` for every task whose level it
+    /// changed and clears its holds, boosts and budgets.
+    fn release_all(&mut self, actions: &mut Vec<Action>);
+
+    /// The level the policy last set for `task` (`Normal` if none or unknown).
+    fn level_of(&self, task: TaskId) -> Level;
+
+    /// Whether the policy reads [`Event::Tick`] snapshots; a driver may skip
+    /// reading the eBPF maps when it does not.
+    fn uses_snapshots(&self) -> bool {
+        false
+    }
+}
+
+/// A boxed policy is a policy, so drivers can be generic over both.
+impl<P: LocalPolicy + ?Sized> LocalPolicy for Box<P> {
+    fn kind(&self) -> PolicyKind {
+        (**self).kind()
+    }
+
+    fn on_event(&mut self, event: &Event<'_>, actions: &mut Vec<Action>) {
+        (**self).on_event(event, actions);
+    }
+
+    fn next_wakeup(&self) -> Option<u64> {
+        (**self).next_wakeup()
+    }
+
+    fn forget(&mut self, task: TaskId) {
+        (**self).forget(task);
+    }
+
+    fn release_all(&mut self, actions: &mut Vec<Action>) {
+        (**self).release_all(actions);
+    }
+
+    fn level_of(&self, task: TaskId) -> Level {
+        (**self).level_of(task)
+    }
+
+    fn uses_snapshots(&self) -> bool {
+        (**self).uses_snapshots()
+    }
+}
+
+/// The selectable local policies, with their configuration names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// `local`: no intervention, the Linux scheduler alone (baseline).
+    #[default]
+    Local,
+    /// `dcs`: demand-based coscheduling, boost on message arrival.
+    Dcs,
+    /// `sb`: spin-block (implicit coscheduling).
+    Sb,
+    /// `sy`: spin-yield.
+    Sy,
+    /// `pb`: periodic boost.
+    Pb,
+    /// `pb-sb`: periodic boost with spin-block receives.
+    PbSb,
+    /// `dcs-sb`: demand-based coscheduling with spin-block receives.
+    DcsSb,
+    /// `fcs`: flexible coscheduling (classification under gang slots).
+    Fcs,
+}
+
+impl PolicyKind {
+    /// Every policy, in documentation order.
+    pub const ALL: [PolicyKind; 8] = [
+        PolicyKind::Local,
+        PolicyKind::Dcs,
+        PolicyKind::Sb,
+        PolicyKind::Sy,
+        PolicyKind::Pb,
+        PolicyKind::PbSb,
+        PolicyKind::DcsSb,
+        PolicyKind::Fcs,
+    ];
+
+    /// The configuration name (`local`, `dcs`, `sb`, `sy`, `pb`, `pb-sb`,
+    /// `dcs-sb`, `fcs`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::Local => "local",
+            PolicyKind::Dcs => "dcs",
+            PolicyKind::Sb => "sb",
+            PolicyKind::Sy => "sy",
+            PolicyKind::Pb => "pb",
+            PolicyKind::PbSb => "pb-sb",
+            PolicyKind::DcsSb => "dcs-sb",
+            PolicyKind::Fcs => "fcs",
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A policy name that is not one of [`PolicyKind::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown local policy {0:?} (expected one of local, dcs, sb, sy, pb, pb-sb, dcs-sb, fcs)")]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == s)
+            .ok_or_else(|| UnknownPolicy(s.to_owned()))
+    }
+}

@@ -1,0 +1,272 @@
+//! SB (spin-block, implicit coscheduling) and SY (spin-yield).
+//!
+//! Seed 004 §2.2 (ICS): "processes waiting for a communication action to
+//! complete use a spin-block mechanism ... first the process spins (actively
+//! waits) some time for the communication to complete, and then blocks";
+//! when the communication completes "it receives a priority boost, much in the
+//! same way it would in DCS". Seed 000 §4.2.2 (first technique): a task whose
+//! message has not arrived within the threshold is removed from the run queue;
+//! on arrival the interrupt handler wakes it and boosts it to the highest
+//! level. Seed 002 §2.1: SY instead yields the CPU by lowering its priority
+//! after spinning for a while.
+//!
+//! Here the agent cannot make the application block, so the policy blocks it
+//! from outside: a task that has spun (on CPU) longer than its spin threshold
+//! without a message is set to `Demote` (SCHED_IDLE) or `Stop` (SIGSTOP), as
+//! configured; SY always demotes. A message (or the data, or a snapshot showing
+//! it) wakes it: back to `Normal`, or, for SB with `wake_boost`, boosted like a
+//! DCS arrival within the fairness budget. A block never outlasts
+//! `max_block_us` (a lost arrival event must not hang a task): then the task
+//! is woken and gets a full spin threshold again. The threshold is fixed or
+//! learned per task ([`spin_learning`](super::spin_learning)).
+
+use super::action::{Action, Level, Reason};
+use super::combined::{DynamicCoscheduler, Rules};
+use super::config::ConfigError;
+use super::fairness::FairnessParams;
+use super::hold::{BoostRule, BoostSource, Hold};
+use super::ids::{TaskId, us_to_ns};
+use super::policy::PolicyKind;
+use super::spin_learning::{SpinLearningParams, SpinTime};
+use serde::{Deserialize, Serialize};
+
+/// How SB blocks a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BlockMethod {
+    /// SCHED_IDLE: the task gives its CPU to anything else that wants it but
+    /// can still run (and see its message) when the CPU is otherwise idle. No
+    /// signals, nothing to undo if the agent dies. The default.
+    #[default]
+    Demote,
+    /// SIGSTOP/SIGCONT: a true block, as in the seeds.
+    Stop,
+}
+
+/// SB parameters (`[policy.sb]`; also used by `pb-sb` and `dcs-sb`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SpinBlockParams {
+    /// On-CPU spin time after which a waiting task is blocked, µs. Default
+    /// 500: about the cost of a block and wake-up with seed 002's overheads
+    /// (2 × 200 µs switch + 50 µs interrupt), the classic 2-competitive choice.
+    /// With learning on, used until a task has enough observed waits.
+    pub spin_threshold_us: u64,
+    /// `demote` (default) or `stop`.
+    pub block_by: BlockMethod,
+    /// Boost a task woken by its message (seed 004 §2.2, seed 002 §2.1: "soon
+    /// scheduled due to a priority boost"). Default true. Ignored by `dcs-sb`,
+    /// which boosts with the DCS parameters.
+    pub wake_boost: bool,
+    /// SCHED_FIFO/RR priority of the wake-up boost, 1..=99. Default 10.
+    pub wake_boost_prio: u8,
+    /// Longest a wake-up boost lasts, µs. Default 5000.
+    pub wake_boost_us: u64,
+    /// Longest a task stays blocked without its message, µs. Default 100000.
+    pub max_block_us: u64,
+    /// Learn the spin threshold per task from its message waits. Default false.
+    pub learn_spin_time: bool,
+    pub learning: SpinLearningParams,
+}
+
+impl Default for SpinBlockParams {
+    fn default() -> Self {
+        Self {
+            spin_threshold_us: 500,
+            block_by: BlockMethod::Demote,
+            wake_boost: true,
+            wake_boost_prio: 10,
+            wake_boost_us: 5_000,
+            max_block_us: 100_000,
+            learn_spin_time: false,
+            learning: SpinLearningParams::default(),
+        }
+    }
+}
+
+impl SpinBlockParams {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::require_positive("sb.spin_threshold_us", self.spin_threshold_us)?;
+        ConfigError::require_rt_prio("sb.wake_boost_prio", self.wake_boost_prio)?;
+        ConfigError::require_positive("sb.wake_boost_us", self.wake_boost_us)?;
+        ConfigError::require_positive("sb.max_block_us", self.max_block_us)?;
+        self.learning.validate("sb")
+    }
+}
+
+/// SY parameters (`[policy.sy]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SpinYieldParams {
+    /// On-CPU spin time after which a waiting task yields (is demoted), µs.
+    /// Default 500 (as SB).
+    pub spin_threshold_us: u64,
+    /// Longest a task stays yielded without its message, µs. Default 100000.
+    pub max_yield_us: u64,
+    /// Learn the spin threshold per task from its message waits. Default false.
+    pub learn_spin_time: bool,
+    pub learning: SpinLearningParams,
+}
+
+impl Default for SpinYieldParams {
+    fn default() -> Self {
+        Self {
+            spin_threshold_us: 500,
+            max_yield_us: 100_000,
+            learn_spin_time: false,
+            learning: SpinLearningParams::default(),
+        }
+    }
+}
+
+impl SpinYieldParams {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        ConfigError::require_positive("sy.spin_threshold_us", self.spin_threshold_us)?;
+        ConfigError::require_positive("sy.max_yield_us", self.max_yield_us)?;
+        self.learning.validate("sy")
+    }
+}
+
+/// The resolved spin-wait technique the engine runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SpinWaitRule {
+    /// `Demote` or `Stop`.
+    pub hold_level: Level,
+    pub block_reason: Reason,
+    pub threshold_ns: u64,
+    pub learning: Option<SpinLearningParams>,
+    pub max_hold_ns: u64,
+    /// Boost given on wake-up (SB), if any.
+    pub wake_boost: Option<BoostRule>,
+}
+
+impl SpinWaitRule {
+    pub fn block(params: &SpinBlockParams) -> Self {
+        Self {
+            hold_level: match params.block_by {
+                BlockMethod::Demote => Level::Demote,
+                BlockMethod::Stop => Level::Stop,
+            },
+            block_reason: Reason::SpinThresholdBlock,
+            threshold_ns: us_to_ns(params.spin_threshold_us),
+            learning: params.learn_spin_time.then(|| params.learning.clone()),
+            max_hold_ns: us_to_ns(params.max_block_us),
+            wake_boost: params.wake_boost.then(|| BoostRule {
+                prio: params.wake_boost_prio,
+                max_ns: Some(us_to_ns(params.wake_boost_us)),
+            }),
+        }
+    }
+
+    pub fn yield_cpu(params: &SpinYieldParams) -> Self {
+        Self {
+            hold_level: Level::Demote,
+            block_reason: Reason::SpinThresholdYield,
+            threshold_ns: us_to_ns(params.spin_threshold_us),
+            learning: params.learn_spin_time.then(|| params.learning.clone()),
+            max_hold_ns: us_to_ns(params.max_yield_us),
+            wake_boost: None,
+        }
+    }
+
+    /// A new task's spin time.
+    pub fn spin_time(&self) -> SpinTime {
+        match &self.learning {
+            Some(learning) => SpinTime::learned(self.threshold_ns, learning),
+            None => SpinTime::fixed(self.threshold_ns),
+        }
+    }
+}
+
+impl DynamicCoscheduler {
+    /// `sb`: spin-block receives; woken (and boosted) on message arrival.
+    pub fn spin_block(params: &SpinBlockParams, fairness: &FairnessParams) -> Self {
+        let rules = Rules {
+            spin_wait: Some(SpinWaitRule::block(params)),
+            ..Rules::default()
+        };
+        Self::with_rules(PolicyKind::Sb, rules, fairness)
+    }
+
+    /// `sy`: spin-yield receives; back to normal on message arrival.
+    pub fn spin_yield(params: &SpinYieldParams, fairness: &FairnessParams) -> Self {
+        let rules = Rules {
+            spin_wait: Some(SpinWaitRule::yield_cpu(params)),
+            ..Rules::default()
+        };
+        Self::with_rules(PolicyKind::Sy, rules, fairness)
+    }
+
+    /// Blocks every free, on-CPU task that has spun past its spin time
+    /// without a message.
+    pub(crate) fn block_long_spinners(&mut self, rule: &SpinWaitRule, out: &mut Vec<Action>) {
+        let now = self.now;
+        let due = self.tasks_where(|m| {
+            m.hold == Hold::Free
+                && m.obs.on_cpu
+                && m.obs.waiting_idle()
+                && m.obs.spin_cpu_ns(now) >= m.spin_time.current_ns()
+        });
+        for task in due {
+            if let Some(managed) = self.tasks.get_mut(&task) {
+                managed.hold = Hold::Blocked {
+                    since: now,
+                    level: rule.hold_level,
+                };
+            }
+            self.apply(task, rule.block_reason, out);
+        }
+    }
+
+    /// Wakes tasks blocked for the longest allowed time; they get a full spin
+    /// threshold before they can be blocked again.
+    pub(crate) fn wake_overdue(&mut self, rule: &SpinWaitRule, out: &mut Vec<Action>) {
+        let now = self.now;
+        let due = self.tasks_where(|m| {
+            matches!(m.hold, Hold::Blocked { since, .. } if since.saturating_add(rule.max_hold_ns) <= now)
+        });
+        for task in due {
+            if let Some(managed) = self.tasks.get_mut(&task) {
+                managed.hold = Hold::Free;
+                managed.obs.reset_spin_clock(now);
+            }
+            self.apply(task, Reason::BlockTimeout, out);
+        }
+    }
+
+    /// Wakes a blocked task whose message came. Unless it is on a CPU already,
+    /// it is boosted (DCS boost in `dcs-sb`, wake boost in SB) when its job's
+    /// budget allows; otherwise it goes back to its original attributes.
+    pub(crate) fn wake(
+        &mut self,
+        task: TaskId,
+        on_cpu: bool,
+        reason: Reason,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return;
+        };
+        if !matches!(managed.hold, Hold::Blocked { .. }) {
+            return;
+        }
+        managed.hold = Hold::Free;
+        let boost = if on_cpu {
+            None
+        } else if let Some(rule) = self.rules.demand {
+            Some((rule, BoostSource::Arrival, Reason::ArrivalBoost))
+        } else {
+            self.rules
+                .spin_wait
+                .as_ref()
+                .and_then(|r| r.wake_boost)
+                .map(|rule| (rule, BoostSource::Wake, Reason::WakeOnArrival))
+        };
+        if let Some((rule, source, why)) = boost
+            && self.try_boost(task, source, rule, why, out)
+        {
+            return;
+        }
+        self.apply(task, reason, out);
+    }
+}

@@ -1,0 +1,115 @@
+//! DCS and the local baseline, situation by situation.
+
+use super::harness::*;
+use crate::local::{Level, LocalPolicy, PolicyKind, Reason};
+
+/// T1 (job A) and T2 (job B) share CPU 0; T1 ran first, T2 runs now.
+fn two_tasks_t2_running(kind: PolicyKind) -> Harness {
+    let mut h = Harness::of_kind(kind);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, ms(1));
+    h.run(T2, 0, ms(1));
+    h
+}
+
+#[test]
+fn arrival_for_preempted_task_boosts_it() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    assert_eq!(h.level(T1), BOOST10);
+    assert_eq!(h.last(T1), Some((ms(2), BOOST10, Reason::ArrivalBoost)));
+    assert_eq!(h.level(T2), Level::Normal);
+}
+
+#[test]
+fn arrival_for_running_task_does_not_boost() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T2, ms(2), true);
+    assert!(h.log.is_empty());
+    assert_eq!(h.policy.next_wakeup(), None);
+}
+
+#[test]
+fn arrival_for_sleeping_task_boosts_it() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.run(T1, 0, ms(2));
+    h.sleep(T1, ms(3)); // blocking receive
+    h.arrive(T1, ms(4), false);
+    assert_eq!(h.level(T1), BOOST10);
+}
+
+#[test]
+fn boost_ends_after_max_duration() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    assert_eq!(h.policy.next_wakeup(), Some(ms(7)));
+    h.advance_to(ms(7) - 1);
+    assert_eq!(h.level(T1), BOOST10);
+    h.advance_to(ms(7));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(7), Level::Normal, Reason::BoostExpired))
+    );
+}
+
+#[test]
+fn boost_ends_when_task_consumed_message_and_waits_again() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    assert_eq!(h.level(T1), BOOST10, "still processing its message");
+    h.spin(T1, ms(2) + us(300));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(300), Level::Normal, Reason::BoostEndWaiting))
+    );
+}
+
+#[test]
+fn boost_ends_when_task_blocks() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.run(T1, 0, ms(2) + us(5));
+    h.sleep(T1, ms(3));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(3), Level::Normal, Reason::BoostEndBlocked))
+    );
+}
+
+#[test]
+fn dcs_waiting_tasks_spin_and_are_never_blocked() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.spin(T2, ms(2));
+    h.advance_to(ms(500));
+    assert!(h.log.is_empty());
+}
+
+#[test]
+fn repeated_arrivals_do_not_extend_a_boost() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.arrive(T1, ms(4), false);
+    h.arrive(T1, ms(6), false);
+    h.advance_to(ms(7));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(7), Level::Normal, Reason::BoostExpired))
+    );
+}
+
+#[test]
+fn local_baseline_never_acts() {
+    let mut h = two_tasks_t2_running(PolicyKind::Local);
+    h.arrive(T1, ms(2), false);
+    h.spin(T2, ms(2));
+    h.advance_to(ms(100));
+    let mut out = Vec::new();
+    h.policy.release_all(&mut out);
+    assert!(h.log.is_empty() && out.is_empty());
+    assert_eq!(h.policy.next_wakeup(), None);
+}

@@ -1,0 +1,119 @@
+//! The per-job fairness budget in action.
+
+use super::harness::*;
+use crate::local::{FairnessParams, Level, LocalPolicyConfig, PolicyKind, Reason};
+
+#[test]
+fn chatty_job_cannot_starve_neighbour() {
+    // Job A (T1, T3) gets a message every 250 us while T2 (job B) computes:
+    // unchecked, A would be boosted all the time.
+    let mut h = Harness::of_kind(PolicyKind::Dcs);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.add(T3, JA, 0);
+    h.run(T2, 0, 0);
+    let end = ms(300);
+    let mut t = us(250);
+    while t < end {
+        h.arrive(T1, t, false);
+        h.arrive(T3, t + us(100), false);
+        t += us(250);
+    }
+    h.advance_to(end);
+    let window = ms(100);
+    let budget = window / 2;
+    for w in 0..3 {
+        let (from, to) = (w * window, (w + 1) * window);
+        let job_a = h.boosted_ns(T1, from, to) + h.boosted_ns(T3, from, to);
+        assert!(
+            job_a <= budget,
+            "window {w}: job A boosted {job_a} ns > {budget}"
+        );
+        assert!(
+            job_a >= budget * 9 / 10,
+            "window {w}: budget should be used, got {job_a}"
+        );
+        // The rest of the window belongs to the neighbour: no boost of A after
+        // the budget ran out.
+        let tail = h.boosted_ns(T1, from + budget, to) + h.boosted_ns(T3, from + budget, to);
+        assert_eq!(tail, 0, "window {w}: job A boosted after its budget");
+    }
+    assert!(
+        h.history(T1)
+            .iter()
+            .any(|&(_, _, r)| r == Reason::BudgetExhausted)
+    );
+}
+
+#[test]
+fn budget_refills_in_the_next_window() {
+    let config = LocalPolicyConfig {
+        fairness: FairnessParams {
+            window_us: 10_000,
+            max_boosted_percent: 30,
+        },
+        ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
+    };
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.arrive(T1, ms(1), false);
+    h.advance_to(ms(4));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(4), Level::Normal, Reason::BudgetExhausted))
+    );
+    h.arrive(T1, ms(5), false);
+    assert_eq!(
+        h.level(T1),
+        Level::Normal,
+        "over budget: arrivals no longer boost"
+    );
+    h.arrive(T1, ms(10), false);
+    assert_eq!(h.level(T1), BOOST10, "new window, new budget");
+}
+
+#[test]
+fn wake_without_budget_still_wakes() {
+    let config = LocalPolicyConfig {
+        fairness: FairnessParams {
+            window_us: 1_000,
+            max_boosted_percent: 1,
+        },
+        ..LocalPolicyConfig::for_kind(PolicyKind::Sb)
+    };
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, 0);
+    h.advance_to(us(500));
+    assert_eq!(h.level(T1), Level::Demote);
+    h.preempt(T1, us(600));
+    h.arrive(T1, ms(2), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2), Level::Normal, Reason::WakeOnArrival))
+    );
+}
+
+#[test]
+fn forgotten_boost_is_charged_until_the_next_event() {
+    let config = LocalPolicyConfig {
+        fairness: FairnessParams {
+            window_us: 10_000,
+            max_boosted_percent: 30,
+        },
+        ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
+    };
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T3, JA, 0);
+    h.arrive(T1, ms(1), false);
+    h.policy.forget(T1); // the agent stops managing T1 at about 2 ms
+    h.arrive(T3, ms(2), false);
+    // T1's boost counts from 1 to 2 ms: 1 ms of job A's 3 ms is gone.
+    h.advance_to(ms(5));
+    assert_eq!(
+        h.last(T3),
+        Some((ms(4), Level::Normal, Reason::BudgetExhausted))
+    );
+}

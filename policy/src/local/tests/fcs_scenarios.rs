@@ -1,0 +1,193 @@
+//! FCS classification and in-slot priorities, situation by situation.
+
+use super::harness::*;
+use crate::local::fcs::classify::{FcsClass, Phase};
+use crate::local::{FcsParams, FcsPolicy, JobId, Level, LocalPolicy, Reason, TaskId};
+
+const SLOT: u64 = ms(10);
+const TOP: Level = Level::Boost { prio: 20 };
+
+fn fcs(params: FcsParams) -> Harness<FcsPolicy> {
+    let mut h = Harness::with_policy(FcsPolicy::new(&params));
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h
+}
+
+/// A slot of `owner` from `start`: `task` (if any) runs it on CPU 0 and makes
+/// `waits` receives, each waiting `wait` ns for its message.
+fn slot_with_traffic(
+    h: &mut Harness<FcsPolicy>,
+    owner: JobId,
+    start: u64,
+    task: Option<TaskId>,
+    waits: u64,
+    wait: u64,
+) {
+    h.slot(Some(owner), start, start + SLOT);
+    let Some(task) = task else { return };
+    h.run(task, 0, start);
+    let mut t = start + us(10);
+    for _ in 0..waits {
+        h.spin(task, t);
+        h.arrive(task, t + wait, true);
+        h.receive(task, t + wait + us(2));
+        t += wait + us(20);
+    }
+    assert!(t < start + SLOT, "traffic must fit in the slot");
+    h.preempt(task, start + SLOT - us(1));
+}
+
+#[test]
+fn fcs_new_process_measures_cs_then_dc_then_classifies() {
+    let mut h = fcs(FcsParams::default()); // 2 CS slots, then 2 DC slots
+    let mut phases = Vec::new();
+    for k in 0..5u64 {
+        let start = 2 * k * SLOT;
+        // Coscheduled, T1 talks a lot with short waits; not coscheduled, its
+        // peers rarely answer.
+        let waits = if (2..4).contains(&k) { 2 } else { 100 };
+        slot_with_traffic(&mut h, JA, start, Some(T1), waits, us(20));
+        phases.push((h.policy.profile_of(T1).unwrap().phase, h.level(T1)));
+        // Job B's slot: T2 computes, never communicates.
+        slot_with_traffic(&mut h, JB, start + SLOT, Some(T2), 0, 0);
+        h.advance_to(start + 2 * SLOT - us(1));
+    }
+    assert_eq!(
+        phases,
+        vec![
+            (Phase::MeasuringCs { slots_done: 1 }, TOP),
+            (Phase::MeasuringCs { slots_done: 2 }, TOP),
+            (Phase::MeasuringDc { slots_done: 1 }, Level::Normal),
+            (Phase::MeasuringDc { slots_done: 2 }, Level::Normal),
+            (Phase::Classified(FcsClass::Cs), TOP),
+        ]
+    );
+    assert_eq!(
+        h.policy.class_of(T2),
+        Some(FcsClass::Dc),
+        "compute-only: rarely communicates"
+    );
+    let c = h.policy.profile_of(T1).unwrap().counters;
+    assert!(
+        c.coscheduled.comms > 100 && c.not_coscheduled.comms == 4,
+        "{c:?}"
+    );
+}
+
+#[test]
+fn fcs_measuring_process_outside_its_slot_is_in_the_lowest_group() {
+    let mut h = fcs(FcsParams::default());
+    slot_with_traffic(&mut h, JB, 0, Some(T2), 0, 0);
+    assert_eq!(h.level(T2), TOP, "measuring as CS in its own slot");
+    assert_eq!(h.level(T1), Level::Demote, "CS group, below DC and F");
+}
+
+/// Classifies T1 as F: one CS slot and one DC slot of long waits.
+fn frustrated_t1() -> Harness<FcsPolicy> {
+    let params = FcsParams {
+        measure_cs_slots: 1,
+        measure_dc_slots: 1,
+        learn_spin_time: false,
+        ..Default::default()
+    };
+    let mut h = fcs(params);
+    slot_with_traffic(&mut h, JA, 0, Some(T1), 4, ms(2));
+    slot_with_traffic(&mut h, JB, SLOT, None, 0, 0);
+    slot_with_traffic(&mut h, JA, 2 * SLOT, Some(T1), 4, ms(2));
+    slot_with_traffic(&mut h, JB, 3 * SLOT, None, 0, 0);
+    h
+}
+
+#[test]
+fn fcs_frustrated_yields_after_spin_time_and_regains_on_arrival() {
+    let mut h = frustrated_t1();
+    let start = 4 * SLOT;
+    h.slot(Some(JA), start, start + SLOT);
+    assert_eq!(h.policy.class_of(T1), Some(FcsClass::F));
+    assert_eq!(h.level(T1), TOP);
+    h.run(T1, 0, start);
+    h.spin(T1, start + ms(1));
+    h.advance_to(start + ms(1) + us(499));
+    assert_eq!(h.level(T1), TOP);
+    h.advance_to(start + ms(1) + us(500));
+    assert_eq!(
+        h.last(T1),
+        Some((
+            start + ms(1) + us(500),
+            Level::Background,
+            Reason::FcsFrustratedYield
+        ))
+    );
+    h.preempt(T1, start + ms(1) + us(510));
+    h.arrive(T1, start + ms(3), false);
+    assert_eq!(
+        h.last(T1),
+        Some((start + ms(3), TOP, Reason::FcsFrustratedResume))
+    );
+    h.advance_to(start + SLOT);
+    assert_eq!(
+        h.last(T1),
+        Some((start + SLOT, Level::Background, Reason::FcsGroup)),
+        "slot over: F group"
+    );
+}
+
+#[test]
+fn fcs_cs_owner_holds_cpu_whole_slot_despite_arrivals() {
+    let mut h = fcs(FcsParams::default());
+    slot_with_traffic(&mut h, JA, 0, None, 0, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, ms(1));
+    h.arrive(T2, ms(2), false);
+    h.advance_to(SLOT - 1);
+    assert_eq!(
+        h.history(T1),
+        vec![(0, TOP, Reason::FcsSlotOwner)],
+        "not yielded, not preempted"
+    );
+    assert_eq!(
+        h.history(T2),
+        vec![(0, Level::Demote, Reason::FcsGroup)],
+        "arrival does not raise it"
+    );
+    h.slot(Some(JB), SLOT, 2 * SLOT);
+    assert_eq!(h.level(T1), Level::Demote);
+    assert_eq!(h.level(T2), TOP);
+}
+
+#[test]
+fn fcs_slot_expiry_without_successor_returns_everyone_to_normal() {
+    let mut h = fcs(FcsParams::default());
+    h.slot(Some(JA), 0, SLOT);
+    assert_eq!(h.policy.next_wakeup(), Some(SLOT));
+    h.advance_to(SLOT);
+    assert_eq!(
+        h.level(T1),
+        Level::Demote,
+        "slot over: nobody on top, groups stay"
+    );
+    let grace_end = SLOT + ms(100);
+    assert_eq!(h.policy.next_wakeup(), Some(grace_end));
+    h.advance_to(grace_end);
+    assert_eq!(
+        h.last(T1),
+        Some((grace_end, Level::Normal, Reason::FcsNoSlot))
+    );
+    assert_eq!(h.level(T2), Level::Normal);
+    assert_eq!(h.policy.next_wakeup(), None);
+}
+
+#[test]
+fn fcs_back_to_back_slots_do_not_flap_levels() {
+    let mut h = fcs(FcsParams::default());
+    h.slot(Some(JA), 0, SLOT);
+    h.slot(Some(JB), SLOT, 2 * SLOT);
+    h.slot(Some(JA), 2 * SLOT, 3 * SLOT);
+    let t2: Vec<Level> = h
+        .history(T2)
+        .into_iter()
+        .map(|(_, level, _)| level)
+        .collect();
+    assert_eq!(t2, vec![Level::Demote, TOP, Level::Demote]);
+}

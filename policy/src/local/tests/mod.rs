@@ -1,0 +1,10 @@
+//! Scenario and property tests of the local policies.
+
+mod config_tests;
+mod dcs_scenarios;
+mod fairness_scenarios;
+mod fcs_scenarios;
+mod harness;
+mod invariants;
+mod pb_scenarios;
+mod spin_scenarios;

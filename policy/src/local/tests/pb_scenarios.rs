@@ -1,0 +1,130 @@
+//! PB and PB-SB, situation by situation.
+
+use super::harness::*;
+use crate::local::{Level, LocalPolicy, PolicyKind, Reason, TaskId};
+
+/// Four tasks on CPU 0, added T1..T4 (the round-robin order). T1, T3, T4 are
+/// preempted while computing; T2 runs and starts spinning at 100 us.
+fn t2_spinning_others_ready(kind: PolicyKind) -> Harness {
+    let mut h = Harness::of_kind(kind);
+    for (task, job) in [(T1, JA), (T2, JB), (T3, JC), (T4, JA)] {
+        h.add(task, job, 0);
+    }
+    for task in [T1, T3, T4] {
+        h.run(task, 0, 0);
+        h.preempt(task, 0);
+    }
+    h.run(T2, 0, 0);
+    h.spin(T2, us(100));
+    h
+}
+
+fn periodic_boosts(h: &Harness) -> Vec<(u64, TaskId)> {
+    h.log
+        .iter()
+        .filter_map(
+            |&(t, crate::local::Action::SetLevel { task, reason, .. })| {
+                (reason == Reason::PeriodicBoost).then_some((t, task))
+            },
+        )
+        .collect()
+}
+
+/// `task` takes CPU 0 from `from` at `at` and starts spinning 100 us later.
+fn takes_cpu_and_spins(h: &mut Harness, from: TaskId, task: TaskId, at: u64) {
+    h.preempt(from, at);
+    h.run(task, 0, at);
+    h.spin(task, at + us(100));
+}
+
+#[test]
+fn periodic_boost_picks_next_ready_task_round_robin() {
+    let mut h = t2_spinning_others_ready(PolicyKind::Pb);
+    h.advance_to(ms(1));
+    assert_eq!(
+        h.level(T3),
+        BOOST10,
+        "first ready task after the spinner T2"
+    );
+    takes_cpu_and_spins(&mut h, T2, T3, ms(1) + us(10));
+    assert_eq!(
+        h.last(T3),
+        Some((ms(1) + us(110), Level::Normal, Reason::BoostEndWaiting))
+    );
+    h.advance_to(ms(2));
+    takes_cpu_and_spins(&mut h, T3, T4, ms(2) + us(10));
+    h.advance_to(ms(3));
+    assert_eq!(
+        periodic_boosts(&h),
+        vec![(ms(1), T3), (ms(2), T4), (ms(3), T1)],
+        "wraps around after T4"
+    );
+}
+
+#[test]
+fn periodic_boost_prefers_task_with_pending_message() {
+    let mut h = t2_spinning_others_ready(PolicyKind::Pb);
+    h.arrive(T4, us(500), false);
+    h.advance_to(ms(1));
+    assert_eq!(periodic_boosts(&h), vec![(ms(1), T4)]);
+    assert_eq!(h.level(T3), Level::Normal);
+}
+
+#[test]
+fn periodic_boost_leaves_productive_task_alone() {
+    let mut h = Harness::of_kind(PolicyKind::Pb);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, 0);
+    h.run(T2, 0, 0);
+    h.advance_to(ms(10));
+    assert!(h.log.is_empty(), "T2 computes");
+    h.spin(T2, ms(10) + us(100));
+    h.arrive(T2, ms(10) + us(200), true);
+    h.advance_to(ms(20));
+    assert!(
+        h.log.is_empty(),
+        "T2's message is there: it is about to work"
+    );
+}
+
+#[test]
+fn periodic_boost_lasts_until_next_decision() {
+    let mut h = t2_spinning_others_ready(PolicyKind::Pb);
+    h.advance_to(ms(1));
+    assert_eq!(h.level(T3), BOOST10);
+    h.advance_to(ms(2));
+    assert_eq!(
+        h.history(T3).len(),
+        1,
+        "still not running: picked again, no flapping"
+    );
+    h.preempt(T2, ms(2) + us(10));
+    h.run(T3, 0, ms(2) + us(10)); // computes
+    h.advance_to(ms(3));
+    assert_eq!(
+        h.last(T3),
+        Some((ms(3), Level::Normal, Reason::PeriodicBoostEnd))
+    );
+}
+
+#[test]
+fn periodic_boost_asks_for_a_tick_every_period() {
+    let mut h = t2_spinning_others_ready(PolicyKind::Pb);
+    assert_eq!(h.policy.next_wakeup(), Some(ms(1)));
+    h.advance_to(ms(1));
+    assert_eq!(h.policy.next_wakeup(), Some(ms(2)));
+}
+
+#[test]
+fn pb_sb_blocks_spinner_and_boosts_worker() {
+    let mut h = t2_spinning_others_ready(PolicyKind::PbSb);
+    h.advance_to(us(600));
+    assert_eq!(
+        h.last(T2),
+        Some((us(600), Level::Demote, Reason::SpinThresholdBlock))
+    );
+    h.advance_to(ms(1));
+    assert_eq!(h.last(T3), Some((ms(1), BOOST10, Reason::PeriodicBoost)));
+}

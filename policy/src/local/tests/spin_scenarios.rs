@@ -1,0 +1,290 @@
+//! SB, SY, DCS-SB and spin-time learning, situation by situation.
+
+use super::harness::*;
+use crate::local::{
+    BlockMethod, CpuSnapshot, Level, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
+    Reason, SpinBlockParams, TaskSnapshot,
+};
+
+fn sb_config(sb: SpinBlockParams) -> LocalPolicyConfig {
+    LocalPolicyConfig {
+        sb,
+        ..LocalPolicyConfig::for_kind(PolicyKind::Sb)
+    }
+}
+
+/// T1 (job A) runs on CPU 0 from 0 and starts waiting at 1 ms; T2 (job B) is
+/// ready to run.
+fn t1_spinning_from_1ms(mut h: Harness) -> Harness {
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    h.preempt(T2, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, ms(1));
+    h
+}
+
+#[test]
+fn spinner_past_threshold_is_blocked_then_woken_by_arrival() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    h.advance_to(ms(1) + us(499));
+    assert_eq!(h.level(T1), Level::Normal);
+    h.advance_to(ms(1) + us(500));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(1) + us(500), Level::Demote, Reason::SpinThresholdBlock))
+    );
+    h.preempt(T1, ms(1) + us(600));
+    h.run(T2, 0, ms(1) + us(600));
+    h.arrive(T1, ms(3), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(3), BOOST10, Reason::WakeOnArrival)),
+        "woken and boosted"
+    );
+}
+
+#[test]
+fn spin_block_by_stop_blocks_until_arrival() {
+    let sb = SpinBlockParams {
+        block_by: BlockMethod::Stop,
+        wake_boost: false,
+        ..Default::default()
+    };
+    let mut h = t1_spinning_from_1ms(Harness::new(sb_config(sb)));
+    h.advance_to(ms(2));
+    assert_eq!(h.level(T1), Level::Stop);
+    h.sleep(T1, ms(1) + us(520)); // SIGSTOP takes it off the CPU
+    h.run(T2, 0, ms(1) + us(520));
+    h.advance_to(ms(50));
+    assert_eq!(
+        h.level(T1),
+        Level::Stop,
+        "no wake without a message before the bound"
+    );
+    h.arrive(T1, ms(50), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(50), Level::Normal, Reason::WakeOnArrival))
+    );
+}
+
+#[test]
+fn spin_threshold_counts_only_on_cpu_time() {
+    let mut h = Harness::of_kind(PolicyKind::Sb);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, us(100));
+    h.preempt(T1, us(300)); // spun 200 us
+    h.run(T2, 0, us(300));
+    h.advance_to(ms(10));
+    assert_eq!(
+        h.level(T1),
+        Level::Normal,
+        "a preempted spinner wastes nothing"
+    );
+    h.preempt(T2, ms(10));
+    h.run(T1, 0, ms(10));
+    h.advance_to(ms(10) + us(299));
+    assert_eq!(h.level(T1), Level::Normal);
+    h.advance_to(ms(10) + us(300));
+    assert_eq!(h.level(T1), Level::Demote);
+}
+
+#[test]
+fn spinner_with_pending_message_is_not_blocked() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    h.arrive(T1, ms(1) + us(100), true);
+    h.advance_to(ms(20));
+    assert!(h.history(T1).is_empty());
+}
+
+#[test]
+fn blocked_task_is_woken_after_max_block_time() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    let blocked_at = ms(1) + us(500);
+    h.advance_to(blocked_at);
+    assert_eq!(h.level(T1), Level::Demote);
+    h.advance_to(blocked_at + ms(100));
+    assert_eq!(
+        h.last(T1),
+        Some((blocked_at + ms(100), Level::Normal, Reason::BlockTimeout))
+    );
+    // Still spinning on its CPU: a full threshold again, then blocked again.
+    h.advance_to(blocked_at + ms(100) + us(500));
+    assert_eq!(
+        h.last(T1),
+        Some((
+            blocked_at + ms(100) + us(500),
+            Level::Demote,
+            Reason::SpinThresholdBlock
+        ))
+    );
+}
+
+#[test]
+fn spin_yield_demotes_then_restores() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sy));
+    h.advance_to(ms(1) + us(500));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(1) + us(500), Level::Demote, Reason::SpinThresholdYield))
+    );
+    h.preempt(T1, ms(2));
+    h.run(T2, 0, ms(2));
+    h.arrive(T1, ms(4), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(4), Level::Normal, Reason::WakeOnArrival)),
+        "restored, not boosted"
+    );
+}
+
+#[test]
+fn dcs_sb_boosts_blocked_and_preempted_tasks_on_arrival() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::DcsSb));
+    h.advance_to(ms(2));
+    assert_eq!(h.level(T1), Level::Demote);
+    h.preempt(T1, ms(2));
+    h.run(T2, 0, ms(2));
+    h.arrive(T1, ms(3), false);
+    assert_eq!(h.last(T1), Some((ms(3), BOOST10, Reason::ArrivalBoost)));
+    h.preempt(T2, ms(3));
+    h.run(T1, 0, ms(3));
+    h.receive(T1, ms(3) + us(10));
+    h.preempt(T1, ms(4)); // computing, preempted
+    h.run(T2, 0, ms(4));
+    assert_eq!(h.level(T1), BOOST10);
+    h.advance_to(ms(8));
+    assert_eq!(h.level(T1), Level::Normal);
+    h.arrive(T1, ms(9), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(9), BOOST10, Reason::ArrivalBoost)),
+        "DCS: any non-running receiver"
+    );
+}
+
+#[test]
+fn plain_sb_does_not_boost_a_preempted_task() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    h.receive(T1, ms(1) + us(100));
+    h.preempt(T1, ms(2));
+    h.run(T2, 0, ms(2));
+    h.arrive(T1, ms(3), false);
+    assert!(
+        h.history(T1).is_empty(),
+        "ICS reacts only for blocked receivers"
+    );
+}
+
+#[test]
+fn lost_arrival_seen_in_snapshot_wakes_blocked_task() {
+    let sb = SpinBlockParams {
+        block_by: BlockMethod::Stop,
+        ..Default::default()
+    };
+    let mut h = t1_spinning_from_1ms(Harness::new(sb_config(sb)));
+    h.advance_to(ms(2));
+    h.sleep(T1, ms(2));
+    h.run(T2, 0, ms(2));
+    assert_eq!(h.level(T1), Level::Stop);
+    let snapshot = NodeSnapshot {
+        tasks: vec![TaskSnapshot {
+            task: T1,
+            on_cpu: false,
+            spinning_since: Some(ms(1)),
+            pending_message: true,
+            runnable: true,
+            oncpu_ns: ms(2),
+            arrivals: 1,
+        }],
+        cpus: vec![CpuSnapshot {
+            cpu: 0,
+            running: Some(T2),
+        }],
+    };
+    h.tick_with(ms(5), &snapshot);
+    assert_eq!(h.last(T1), Some((ms(5), BOOST10, Reason::WakeOnArrival)));
+}
+
+/// One wait of `wait` ns starting at `t0` for the on-CPU task T1; returns
+/// the time after it.
+fn wait_episode(h: &mut Harness, t0: u64, wait: u64) -> u64 {
+    h.spin(T1, t0);
+    h.arrive(T1, t0 + wait, true);
+    h.receive(T1, t0 + wait + us(5));
+    t0 + wait + us(50)
+}
+
+/// Starts an idle wait at `t0` and returns how long T1 spun before blocking.
+fn measured_spin_time(h: &mut Harness, t0: u64) -> u64 {
+    h.spin(T1, t0);
+    h.advance_to(t0 + ms(10));
+    let (blocked_at, level, _) = h.last(T1).expect("blocked");
+    assert_eq!(level, Level::Demote);
+    h.arrive(T1, t0 + ms(10), true);
+    h.receive(T1, t0 + ms(10) + us(5));
+    blocked_at - t0
+}
+
+#[test]
+fn learned_spin_time_tracks_observed_waits() {
+    let sb = SpinBlockParams {
+        learn_spin_time: true,
+        ..Default::default()
+    };
+    let mut h = Harness::new(sb_config(sb));
+    h.add(T1, JA, 0);
+    h.run(T1, 0, 0);
+    let mut t = ms(1);
+    assert_eq!(
+        measured_spin_time(&mut h, t),
+        us(500),
+        "fixed threshold until 8 waits are seen"
+    );
+    // The very first (10 ms) wait is in the history too; short waits dominate.
+    t += ms(20);
+    for _ in 0..10 {
+        t = wait_episode(&mut h, t, us(100));
+    }
+    assert_eq!(
+        measured_spin_time(&mut h, t + ms(1)),
+        us(110),
+        "covers 100 us waits, +10 %"
+    );
+    t += ms(20);
+    for _ in 0..10 {
+        t = wait_episode(&mut h, t, us(300));
+    }
+    assert_eq!(
+        measured_spin_time(&mut h, t + ms(1)),
+        us(330),
+        "follows waits that grew to 300 us"
+    );
+    t += ms(20);
+    for _ in 0..64 {
+        t = wait_episode(&mut h, t, ms(20));
+        t += ms(1);
+    }
+    assert_eq!(
+        measured_spin_time(&mut h, t + ms(1)),
+        us(50),
+        "long waits: block almost at once (min)"
+    );
+}
+
+#[test]
+fn forget_drops_a_blocked_task_silently() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    h.advance_to(ms(2));
+    assert_eq!(h.level(T1), Level::Demote);
+    let before = h.log.len();
+    h.policy.forget(T1);
+    h.arrive(T1, ms(3), false);
+    h.advance_to(ms(500));
+    assert_eq!(h.log.len(), before);
+    assert_eq!(h.policy.next_wakeup(), None);
+}
