@@ -76,6 +76,7 @@ pub fn task_totals(s: &TaskStats, now_ns: u64) -> JobStats {
         switches_in: s.switches_in,
         switches_voluntary: s.switches_out_voluntary,
         switches_preempted: s.switches_out_preempted,
+        ..JobStats::default()
     }
 }
 

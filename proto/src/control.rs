@@ -105,6 +105,21 @@ pub struct JobStats {
     pub switches_in: u64,
     pub switches_voluntary: u64,
     pub switches_preempted: u64,
+    /// Times a policy boosted one of the job's tasks.
+    #[serde(default)]
+    pub boosts: u64,
+    /// Policy actions applied to the job's tasks (any level change).
+    #[serde(default)]
+    pub actions: u64,
+    /// Reaction latency (message arrival in the kernel -> action applied) of
+    /// actions triggered by the job's message arrivals, microseconds; 0 when none.
+    #[serde(default)]
+    pub reaction_latency_p50_us: f64,
+    #[serde(default)]
+    pub reaction_latency_p99_us: f64,
+    /// Number of latency samples behind the percentiles.
+    #[serde(default)]
+    pub reactions: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

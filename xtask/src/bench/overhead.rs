@@ -2,7 +2,9 @@
 //! programs attached vs not, measured side by side in one run.
 //!
 //! Workload: two threads of this process pinned to one CPU play ping-pong over
-//! two pipes, so every round trip is exactly two context switches on that CPU.
+//! two pipes, so every round trip is exactly two context switches on that CPU
+//! (pipes, not sockets, so the socket tracepoints do not fire and the number
+//! is the cost of the `sched_switch` program alone).
 //! Modes, interleaved in every repetition so drift hits all of them alike:
 //! - `baseline`: no agent running;
 //! - `attached`: an agent running, the ping-pong threads not managed (every
@@ -11,7 +13,6 @@
 //!   the per-task counters are updated on every switch).
 use std::{
     io::{Read as _, Write as _},
-    os::unix::net::UnixStream,
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::mpsc,
@@ -61,7 +62,9 @@ struct PingPong {
 
 impl PingPong {
     fn start(cpu: usize) -> anyhow::Result<Self> {
-        let (mut a, mut b) = UnixStream::pair()?;
+        // ping -> pong and pong -> ping.
+        let (mut to_pong_rd, mut to_pong_wr) = std::io::pipe()?;
+        let (mut to_ping_rd, mut to_ping_wr) = std::io::pipe()?;
         let (go_tx, go_rx) = mpsc::channel::<u64>();
         let (done_tx, done_rx) = mpsc::channel();
         std::thread::Builder::new()
@@ -69,8 +72,8 @@ impl PingPong {
             .spawn(move || {
                 let _ = pin(cpu);
                 let mut byte = [0u8; 1];
-                while b.read_exact(&mut byte).is_ok() {
-                    if b.write_all(&byte).is_err() {
+                while to_pong_rd.read_exact(&mut byte).is_ok() {
+                    if to_ping_wr.write_all(&byte).is_err() {
                         break;
                     }
                 }
@@ -83,7 +86,9 @@ impl PingPong {
                 while let Ok(n) = go_rx.recv() {
                     let t0 = Instant::now();
                     for _ in 0..n {
-                        if a.write_all(&byte).is_err() || a.read_exact(&mut byte).is_err() {
+                        if to_pong_wr.write_all(&byte).is_err()
+                            || to_ping_rd.read_exact(&mut byte).is_err()
+                        {
                             return;
                         }
                     }
