@@ -73,9 +73,9 @@ pub struct TaskStats {
     /// End of the most recent run.
     pub last_switch_out_ns: u64,
     pub switches_in: u64,
-    /// Switched out while not runnable (blocked, slept) or by sched_yield.
+    /// Switched out while not runnable (blocked in a receive, slept).
     pub switches_out_voluntary: u64,
-    /// Switched out while still runnable (preempted).
+    /// Switched out while still runnable (preempted, or sched_yield).
     pub switches_out_preempted: u64,
     /// Messages (socket data-ready callbacks) for sockets this task owns. Atomic.
     pub arrivals: u64,

@@ -163,7 +163,10 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         t.run_start_ns = 0;
         t.on_cpu = 0;
         t.last_switch_out_ns = now;
-        if prev_state & layout::PREV_STATE_PREEMPTED != 0 {
+        // Still runnable at switch-out = preempted. With PREEMPT_NONE a task
+        // preempted on return to user space reports TASK_RUNNING (0), not the
+        // TASK_REPORT_MAX bit that in-kernel preemption reports.
+        if prev_state == 0 || prev_state & layout::PREV_STATE_PREEMPTED != 0 {
             t.switches_out_preempted += 1;
             t.last_out_preempted = 1;
         } else {

@@ -6,11 +6,11 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use cosched_policy::local::{
+    DcsParams, FairnessParams, FcsParams, LocalPolicyConfig, PeriodicBoostParams, PolicyKind,
+    SpinBlockParams, SpinYieldParams,
+};
 use serde::{Deserialize, Serialize};
-
-/// Local policies this agent can run. (Parameters of each policy live in
-/// their own tables once the policy engine grows them.)
-pub const KNOWN_POLICIES: &[&str] = &["local"];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,9 +21,33 @@ pub struct Config {
     /// watches them, and (with `pin_self`) runs on them. Empty = all CPUs.
     #[serde(default)]
     pub cpus: Vec<u32>,
-    /// Local policy. Default `local` (no intervention: plain Linux).
-    #[serde(default = "default_policy")]
-    pub policy: String,
+    /// Local policy: `local` (no intervention: plain Linux, the default),
+    /// `dcs`, `sb`, `sy`, `pb`, `pb-sb`, `dcs-sb`, `fcs`. Switchable by reload.
+    #[serde(default)]
+    pub policy: PolicyKind,
+    /// SCHED_FIFO priority of the agent itself while a policy other than
+    /// `local` runs, so it reacts to arrivals at once even on a busy CPU; must
+    /// be above every boost priority. 0 = leave the agent's own attributes
+    /// alone. Default 50.
+    #[serde(default = "default_agent_priority")]
+    pub agent_priority: u32,
+    /// Period of the policy's observation tick (counter snapshot, spin
+    /// thresholds, periodic boost), in µs (100..=100000). Default 1000.
+    #[serde(default = "default_policy_tick_us")]
+    pub policy_tick_us: u64,
+    /// Parameters of each policy (documented defaults in cosched-policy).
+    #[serde(default)]
+    pub dcs: DcsParams,
+    #[serde(default)]
+    pub sb: SpinBlockParams,
+    #[serde(default)]
+    pub sy: SpinYieldParams,
+    #[serde(default)]
+    pub pb: PeriodicBoostParams,
+    #[serde(default)]
+    pub fcs: FcsParams,
+    #[serde(default)]
+    pub fairness: FairnessParams,
     /// Prometheus endpoint (`GET /metrics`). Default 127.0.0.1:9464.
     #[serde(default = "default_metrics_listen")]
     pub metrics_listen: SocketAddr,
@@ -73,8 +97,11 @@ impl Default for EbpfConfig {
     }
 }
 
-fn default_policy() -> String {
-    "local".into()
+fn default_agent_priority() -> u32 {
+    50
+}
+fn default_policy_tick_us() -> u64 {
+    1000
 }
 fn default_metrics_listen() -> SocketAddr {
     ([127, 0, 0, 1], 9464).into()
@@ -136,11 +163,34 @@ impl Config {
         if self.node.is_empty() || self.node.len() > 64 {
             return bad("node must be 1..=64 characters".into());
         }
-        if !KNOWN_POLICIES.contains(&self.policy.as_str()) {
+        self.local_policy()
+            .validate()
+            .map_err(|e| ConfigError::Invalid(format!("policy parameters: {e}")))?;
+        if self.agent_priority > 99 {
             return bad(format!(
-                "unknown policy {:?} (known: {})",
-                self.policy,
-                KNOWN_POLICIES.join(", ")
+                "agent_priority {} out of range 0..=99",
+                self.agent_priority
+            ));
+        }
+        let top_boost = [
+            self.dcs.boost_prio,
+            self.sb.wake_boost_prio,
+            self.pb.boost_prio,
+            self.fcs.top_prio,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0) as u32;
+        if self.agent_priority != 0 && self.agent_priority <= top_boost {
+            return bad(format!(
+                "agent_priority {} must be above every boost priority (highest is {top_boost})",
+                self.agent_priority
+            ));
+        }
+        if !(100..=100_000).contains(&self.policy_tick_us) {
+            return bad(format!(
+                "policy_tick_us {} out of range 100..=100000",
+                self.policy_tick_us
             ));
         }
         if let Some(c) = self
@@ -179,6 +229,19 @@ impl Config {
         }
     }
 
+    /// The policy part of the config, as the policy crate takes it.
+    pub fn local_policy(&self) -> LocalPolicyConfig {
+        LocalPolicyConfig {
+            kind: self.policy,
+            dcs: self.dcs.clone(),
+            sb: self.sb.clone(),
+            sy: self.sy.clone(),
+            pb: self.pb.clone(),
+            fcs: self.fcs.clone(),
+            fairness: self.fairness.clone(),
+        }
+    }
+
     /// The node's CPUs, `cpus` or every online CPU.
     pub fn node_cpus(&self, online: u32) -> Vec<u32> {
         if self.cpus.is_empty() {
@@ -196,7 +259,8 @@ mod tests {
     #[test]
     fn minimal_config_gets_documented_defaults() {
         let c = Config::parse("node = \"n0\"", "t").unwrap();
-        assert_eq!(c.policy, "local");
+        assert_eq!(c.policy, PolicyKind::Local);
+        assert_eq!(c.agent_priority, 50);
         assert_eq!(c.metrics_listen, "127.0.0.1:9464".parse().unwrap());
         assert_eq!(c.ebpf.poll_interval_ms, 100);
         assert!(c.pin_self);

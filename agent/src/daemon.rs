@@ -104,11 +104,32 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 }
 
 fn settings_for(cfg: &Config) -> Settings {
+    let active = cfg.policy != cosched_policy::local::PolicyKind::Local;
     Settings {
-        wake_on_offcpu_arrival: 0,
+        // Every policy but `local` reacts to messages for tasks that are not
+        // running; only those wake the agent at once, the rest is batched.
+        wake_on_offcpu_arrival: active as u32,
         wake_on_spin_start: 0,
         wake_batch_bytes: cfg.ebpf.wake_batch_bytes,
         _pad: 0,
+    }
+}
+
+/// Runs the agent's own thread at SCHED_FIFO `priority` while a policy acts
+/// (so it preempts the jobs to react), back to SCHED_OTHER otherwise. Reset on
+/// fork, so the processes the agent launches never inherit it.
+fn set_own_priority(cfg: &Config) {
+    use crate::kernel::{SchedAttr, SchedPolicy, sched_attr::FLAG_RESET_ON_FORK};
+    let active = cfg.policy != cosched_policy::local::PolicyKind::Local;
+    let mut attr = if active && cfg.agent_priority > 0 {
+        SchedAttr::with_policy(SchedPolicy::Fifo, 0, cfg.agent_priority)
+    } else {
+        SchedAttr::other(0)
+    };
+    attr.flags = FLAG_RESET_ON_FORK;
+    // tid 0 = the calling thread, which runs the whole event loop.
+    if let Err(e) = crate::kernel::linux::sched_setattr(0, &attr) {
+        tracing::warn!("cannot set the agent's own priority: {e}");
     }
 }
 
@@ -179,6 +200,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         internal: internal_tx,
         waiters: Vec::new(),
     };
+    set_own_priority(&d.engine.cfg);
     let mut poll_every = Duration::from_millis(d.engine.cfg.ebpf.poll_interval_ms);
     let mut ticker = tokio::time::interval(poll_every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -192,6 +214,16 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     );
 
     loop {
+        let policy_deadline = d
+            .engine
+            .next_policy_tick()
+            .map(|t| Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns())));
+        let policy_timer = async move {
+            match policy_deadline {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
@@ -211,6 +243,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 d.engine.handle_events(monotonic_ns());
                 guard.clear_ready();
             }
+            _ = policy_timer => d.engine.policy_tick(),
             _ = ticker.tick() => {
                 d.poll();
                 let want = Duration::from_millis(d.engine.cfg.ebpf.poll_interval_ms);

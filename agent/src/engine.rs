@@ -7,7 +7,8 @@
 //! and is tested with the fake kernel.
 use std::collections::HashMap;
 
-use cosched_agent_common::{Event, event_kind};
+use cosched_agent_common::{Event, event_flags, event_kind, watch_flags};
+use cosched_policy::local::{Action, Level};
 use cosched_proto::{
     control::{AgentStatus, JobState, ReloadOutcome},
     job::{JobId, SchedRequest},
@@ -16,8 +17,9 @@ use cosched_proto::{
 use crate::{
     config::{Config, ConfigError},
     enforce::{self, Applied},
-    kernel::{Kernel, is_gone},
+    kernel::{Kernel, SchedAttr, SchedPolicy, is_gone, sched_attr::FLAG_RESET_ON_FORK},
     metrics::Metrics,
+    policy_driver::PolicyDriver,
     registry::{Registry, RegistryError},
     restore::{RestoreLedger, RestoreReport},
 };
@@ -46,6 +48,54 @@ pub struct Engine<K: Kernel> {
     reaped: HashMap<u32, JobState>,
     last_reload: Option<ReloadOutcome>,
     events: Vec<Event>,
+    driver: PolicyDriver,
+    /// Level the policy set per task (absent = Normal).
+    levels: HashMap<u32, Level>,
+}
+
+/// The attributes that realise a policy level. `base` is what the task runs
+/// with when the policy leaves it alone (its original attributes, or its job's
+/// static request).
+pub fn level_attr(level: Level, base: &SchedAttr, agent_priority: u32) -> SchedAttr {
+    match level {
+        Level::Normal | Level::Stop => *base,
+        Level::Boost { prio } => {
+            // Boosts stay below the agent so it can always end them.
+            let cap = if agent_priority > 1 {
+                agent_priority - 1
+            } else {
+                99
+            };
+            let mut a = SchedAttr::with_policy(SchedPolicy::Fifo, 0, u32::from(prio).clamp(1, cap));
+            // A boost is never inherited by children the task forks.
+            a.flags = FLAG_RESET_ON_FORK;
+            a
+        }
+        Level::Background => SchedAttr::other(19),
+        Level::Demote => SchedAttr::with_policy(SchedPolicy::Idle, 0, 0),
+    }
+}
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Normal => "normal",
+        Level::Boost { .. } => "boost",
+        Level::Background => "background",
+        Level::Demote => "demote",
+        Level::Stop => "stop",
+    }
+}
+
+fn driver_for(cfg: &Config) -> PolicyDriver {
+    PolicyDriver::new(&cfg.local_policy(), cfg.policy_tick_us).unwrap_or_else(|e| {
+        // Unreachable for a validated config; never run without a policy.
+        tracing::error!(
+            "policy {}: {e}; running local (no intervention)",
+            cfg.policy
+        );
+        PolicyDriver::new(&Default::default(), cfg.policy_tick_us)
+            .expect("local policy always builds")
+    })
 }
 
 impl<K: Kernel> Engine<K> {
@@ -58,7 +108,10 @@ impl<K: Kernel> Engine<K> {
     ) -> Self {
         let metrics = Metrics::new();
         metrics.config_ok.set(1);
+        let driver = driver_for(&cfg);
         Self {
+            driver,
+            levels: HashMap::new(),
             k,
             cfg,
             reg: Registry::default(),
@@ -115,13 +168,16 @@ impl<K: Kernel> Engine<K> {
             }
         })?;
         let sched = self.reg.job(job).and_then(|j| j.sched);
+        let now = self.k.now_ns();
         for &tid in &tids {
             self.k.track(tid, pid, job)?;
             self.reg.add_task(job, tid, pid);
             if let Some(req) = &sched {
                 self.apply(tid, &enforce::attr_for(req), "job-sched");
             }
+            self.driver.task_added(tid, job, now);
         }
+        self.apply_policy_actions(None);
         if let Some(j) = self.reg.job_mut(job) {
             j.pids.push(pid);
         }
@@ -217,6 +273,16 @@ impl<K: Kernel> Engine<K> {
             match ev.kind {
                 event_kind::FORK => self.on_fork(ev.tid, ev.arg as u32, ev.job_id),
                 event_kind::EXIT => self.on_exit(ev.tid, now_ns),
+                event_kind::ARRIVAL if self.driver.active() => {
+                    let on_cpu = ev.flags & event_flags::TASK_ON_CPU != 0;
+                    let spinning = ev.flags & event_flags::TASK_SPINNING != 0;
+                    self.driver.arrival(ev.tid, ev.ts_ns, on_cpu, spinning);
+                    self.apply_policy_actions(Some(ev.ts_ns));
+                }
+                event_kind::SPIN_START if self.driver.active() => {
+                    self.driver.spin_started(ev.tid, ev.ts_ns);
+                    self.apply_policy_actions(None);
+                }
                 _ => {}
             }
         }
@@ -236,10 +302,15 @@ impl<K: Kernel> Engine<K> {
             Err(e) if is_gone(&e) => {}
             Err(e) => tracing::warn!(child, parent, "recording inherited attributes: {e}"),
         }
+        let now = self.k.now_ns();
+        self.driver.task_added(child, job, now);
+        self.apply_policy_actions(None);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
     }
 
     fn on_exit(&mut self, tid: u32, now_ns: u64) {
+        self.driver.task_exited(tid, now_ns);
+        self.levels.remove(&tid);
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         let _ = self.k.untrack(tid);
@@ -248,6 +319,141 @@ impl<K: Kernel> Engine<K> {
         }
         let _ = self.k.forget_sockets_of(&[tid]);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+    }
+
+    /// When the policy next needs [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
+    pub fn next_policy_tick(&self) -> Option<u64> {
+        self.driver.next_wakeup()
+    }
+
+    /// The policy's observation tick: counters of the managed tasks and who
+    /// runs on the node's CPUs, then the policy's timers.
+    pub fn policy_tick(&mut self) {
+        if !self.driver.active() {
+            return;
+        }
+        let now = self.k.now_ns();
+        let stats = self.k.task_stats().unwrap_or_else(|e| {
+            tracing::warn!("reading task counters: {e}");
+            Vec::new()
+        });
+        let live: Vec<_> = stats
+            .into_iter()
+            .filter(|(t, s)| s.exited_ns == 0 && self.reg.task(*t).is_some())
+            .collect();
+        let cpus = self.k.cpu_slots(&self.node_cpus()).unwrap_or_default();
+        self.driver.tick(now, &live, &cpus);
+        self.apply_policy_actions(None);
+    }
+
+    /// Applies what the policy decided. `trigger` is the eBPF timestamp of
+    /// the arrival that caused the decisions, for the reaction latency.
+    fn apply_policy_actions(&mut self, trigger: Option<u64>) {
+        for Action::SetLevel {
+            task,
+            level,
+            reason,
+        } in self.driver.take_actions()
+        {
+            self.metrics
+                .decisions
+                .with_label_values(&[reason.as_str()])
+                .inc();
+            self.apply_level(task.0, level, trigger);
+        }
+    }
+
+    /// The attributes a task runs with when the policy leaves it alone.
+    fn base_attr(&mut self, tid: u32) -> std::io::Result<SchedAttr> {
+        let job_sched = self
+            .reg
+            .task(tid)
+            .and_then(|e| self.reg.job(e.job))
+            .and_then(|j| j.sched);
+        match job_sched {
+            Some(req) => Ok(enforce::attr_for(&req)),
+            None => self.ledger.original(&self.k, tid),
+        }
+    }
+
+    fn apply_level(&mut self, tid: u32, level: Level, trigger: Option<u64>) {
+        let prev = self.levels.get(&tid).copied().unwrap_or(Level::Normal);
+        if prev == level || self.reg.task(tid).is_none() {
+            return;
+        }
+        let res = (|| -> std::io::Result<()> {
+            let base = self.base_attr(tid)?;
+            if level == Level::Stop {
+                self.ledger.will_stop(&self.k, tid)?;
+                self.k.stop(tid)?;
+            } else {
+                self.k
+                    .set_attr(tid, &level_attr(level, &base, self.cfg.agent_priority))?;
+                if prev == Level::Stop {
+                    self.k.cont(tid)?;
+                }
+            }
+            if level.is_boost() != prev.is_boost() {
+                self.k.watch(
+                    tid,
+                    if level.is_boost() {
+                        watch_flags::SPIN_START
+                    } else {
+                        0
+                    },
+                )?;
+            }
+            Ok(())
+        })();
+        let name = level_name(level);
+        match res {
+            Ok(()) => {
+                if level == Level::Normal {
+                    self.levels.remove(&tid);
+                } else {
+                    self.levels.insert(tid, level);
+                }
+                self.metrics.actions.with_label_values(&[name]).inc();
+                let latency_us = trigger.map(|ts| self.k.now_ns().saturating_sub(ts) as f64 / 1e3);
+                if let Some(us) = latency_us {
+                    self.metrics.reaction_latency.observe(us / 1e6);
+                }
+                if let Some(j) = self
+                    .reg
+                    .task(tid)
+                    .map(|e| e.job)
+                    .and_then(|j| self.reg.job_mut(j))
+                {
+                    j.actions += 1;
+                    if level.is_boost() {
+                        j.boosts += 1;
+                    }
+                    if let Some(us) = latency_us {
+                        j.latencies.push(us);
+                    }
+                }
+            }
+            Err(e) if is_gone(&e) => {}
+            Err(e) => {
+                self.metrics.action_errors.with_label_values(&[name]).inc();
+                tracing::warn!(tid, level = name, "cannot apply policy level: {e}");
+            }
+        }
+    }
+
+    /// Hands every task the policy changed back (policy switch, shutdown).
+    fn release_policy(&mut self) {
+        self.driver.release_all();
+        self.apply_policy_actions(None);
+        // Anything the policy forgot to hand back is put back here.
+        let left: Vec<u32> = self.levels.keys().copied().collect();
+        for tid in left {
+            self.apply_level(tid, Level::Normal, None);
+        }
+    }
+
+    pub fn policy_active(&self) -> bool {
+        self.driver.active()
     }
 
     /// A launched main process was reaped by the daemon.
@@ -359,6 +565,12 @@ impl<K: Kernel> Engine<K> {
         let outcome = match new.and_then(|c| self.cfg.check_reload(&c).map(|()| c)) {
             Ok(c) => {
                 let changed = c != self.cfg;
+                let policy_changed = c.local_policy() != self.cfg.local_policy()
+                    || c.policy_tick_us != self.cfg.policy_tick_us
+                    || c.agent_priority != self.cfg.agent_priority;
+                if policy_changed {
+                    self.switch_policy(&c);
+                }
                 self.cfg = c;
                 ReloadOutcome {
                     accepted: true,
@@ -390,10 +602,24 @@ impl<K: Kernel> Engine<K> {
         outcome
     }
 
+    /// Replaces the running policy without losing any task: the old one hands
+    /// every task back, the new one is told about every task.
+    fn switch_policy(&mut self, new: &Config) {
+        self.release_policy();
+        self.driver = driver_for(new);
+        let now = self.k.now_ns();
+        let tasks: Vec<(u32, JobId)> = self.reg.tasks().map(|(t, e)| (t, e.job)).collect();
+        for (tid, job) in tasks {
+            self.driver.task_added(tid, job, now);
+        }
+        self.apply_policy_actions(None);
+        tracing::info!(policy = %new.policy, "local policy switched");
+    }
+
     pub fn status(&self) -> AgentStatus {
         AgentStatus {
             node: self.cfg.node.clone(),
-            policy: self.cfg.policy.clone(),
+            policy: self.cfg.policy.to_string(),
             cpus: self.node_cpus(),
             jobs: self.reg.jobs().count() as u32,
             managed_tasks: self.reg.task_count() as u32,
@@ -405,6 +631,7 @@ impl<K: Kernel> Engine<K> {
     /// Puts every task the agent changed back to its original attributes and
     /// stops tracking everything.
     pub fn shutdown(&mut self) -> RestoreReport {
+        self.release_policy();
         let report = self.ledger.restore_all(&mut self.k);
         let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
         for tid in tids {
@@ -579,7 +806,7 @@ mod tests {
         let bad = Config::parse("node = \"n0\"\npolicy = \"nope\"", "t");
         let out = e.reload(bad);
         assert!(!out.accepted);
-        assert_eq!(e.cfg.policy, "local");
+        assert_eq!(e.cfg.policy.as_str(), "local");
         assert!(
             e.metrics
                 .render()

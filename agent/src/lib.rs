@@ -16,6 +16,7 @@ pub mod guardian;
 pub mod kernel;
 pub mod launch;
 pub mod metrics;
+pub mod policy_driver;
 pub mod registry;
 pub mod restore;
 pub mod tracefs;

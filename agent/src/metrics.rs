@@ -30,6 +30,8 @@ pub struct Metrics {
     pub action_errors: IntCounterVec,
     pub restored: IntCounterVec,
     agent_cpu: prometheus::Counter,
+    pub reaction_latency: prometheus::Histogram,
+    pub decisions: IntCounterVec,
     /// Last totals exported per job, to turn totals into counter increments.
     last_job: HashMap<JobId, JobStats>,
     last_prog: HashMap<String, ProgramCost>,
@@ -84,6 +86,14 @@ impl Metrics {
             actions: icv("cosched_actions_total", "Scheduling actions applied to tasks, by action.", &["action"]),
             action_errors: icv("cosched_action_errors_total", "Scheduling actions that failed (other than the task having exited), by action.", &["action"]),
             restored: icv("cosched_restored_tasks_total", "Tasks put back to their original scheduling attributes, by result (restored, gone, failed).", &["result"]),
+            reaction_latency: reg(&r, prometheus::Histogram::with_opts(
+                prometheus::HistogramOpts::new(
+                    "cosched_reaction_latency_seconds",
+                    "Time from a message arrival in the kernel (eBPF timestamp) to the policy's action on it being applied.",
+                )
+                .buckets(vec![2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3]),
+            ).expect("valid metric")),
+            decisions: icv("cosched_policy_decisions_total", "Level changes the local policy decided, by reason.", &["reason"]),
             agent_cpu: reg(&r, prometheus::Counter::new("cosched_agent_cpu_seconds_total", "CPU time used by the agent process itself.").expect("valid metric")),
             registry: r,
             last_job: HashMap::new(),

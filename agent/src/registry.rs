@@ -29,8 +29,45 @@ pub struct Job {
     pub totals: JobStats,
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// Policy actions on the job's tasks, and how many of them were boosts.
+    pub actions: u64,
+    pub boosts: u64,
+    /// Recent reaction latencies (µs) of actions triggered by the job's arrivals.
+    pub latencies: LatencySamples,
     /// Order in which jobs finished, for retention.
     finished_seq: u64,
+}
+
+/// The most recent reaction-latency samples of a job (bounded memory).
+#[derive(Clone, Debug, Default)]
+pub struct LatencySamples {
+    recent: std::collections::VecDeque<f64>,
+    /// All samples ever taken.
+    pub count: u64,
+}
+
+impl LatencySamples {
+    /// Samples kept for percentiles.
+    pub const KEEP: usize = 8192;
+
+    pub fn push(&mut self, us: f64) {
+        if self.recent.len() == Self::KEEP {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(us);
+        self.count += 1;
+    }
+
+    /// Nearest-rank percentile of the kept samples; 0 when there are none.
+    pub fn percentile(&self, p: f64) -> f64 {
+        if self.recent.is_empty() {
+            return 0.0;
+        }
+        let mut v: Vec<f64> = self.recent.iter().copied().collect();
+        v.sort_by(f64::total_cmp);
+        let rank = ((p / 100.0) * v.len() as f64).ceil().max(1.0) as usize;
+        v[rank.min(v.len()) - 1]
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,6 +189,9 @@ impl Registry {
                 totals: JobStats::default(),
                 stdout: None,
                 stderr: None,
+                actions: 0,
+                boosts: 0,
+                latencies: LatencySamples::default(),
                 finished_seq: 0,
             },
         );
@@ -240,6 +280,12 @@ impl Registry {
     }
 
     pub fn info(&self, j: &Job) -> JobInfo {
+        let mut stats = j.totals;
+        stats.actions = j.actions;
+        stats.boosts = j.boosts;
+        stats.reactions = j.latencies.count;
+        stats.reaction_latency_p50_us = j.latencies.percentile(50.0);
+        stats.reaction_latency_p99_us = j.latencies.percentile(99.0);
         JobInfo {
             job_id: j.id,
             name: j.name.clone(),
@@ -247,7 +293,7 @@ impl Registry {
             state: j.state.clone(),
             pids: j.pids.clone(),
             live_tasks: j.live.len() as u32,
-            stats: j.totals,
+            stats,
             stdout: j.stdout.clone(),
             stderr: j.stderr.clone(),
         }
@@ -340,6 +386,22 @@ mod tests {
         assert!(r.finish(1, exited.clone(), 2).is_empty());
         assert_eq!(r.finish(3, exited, 2), vec![2]);
         assert!(r.job(2).is_none() && r.job(1).is_some());
+    }
+
+    #[test]
+    fn latency_percentiles_use_nearest_rank_and_memory_is_bounded() {
+        let mut l = LatencySamples::default();
+        assert_eq!(l.percentile(50.0), 0.0);
+        for i in 1..=100 {
+            l.push(i as f64);
+        }
+        assert_eq!(l.percentile(50.0), 50.0);
+        assert_eq!(l.percentile(99.0), 99.0);
+        for _ in 0..LatencySamples::KEEP {
+            l.push(1.0);
+        }
+        assert_eq!(l.count, 100 + LatencySamples::KEEP as u64);
+        assert_eq!(l.percentile(99.0), 1.0, "old samples age out");
     }
 
     #[test]

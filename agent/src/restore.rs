@@ -232,7 +232,6 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::TaskControl as _;
     use crate::kernel::{SchedPolicy, fake::FakeKernel};
 
     fn boosted() -> SchedAttr {

@@ -41,7 +41,7 @@ pub struct FormatField {
 }
 
 /// Parses the `field:` lines of a tracepoint `format` file, e.g.
-/// `field:pid_t prev_pid;	offset:24;	size:4;	signed:1;`.
+/// `field:pid_t prev_pid; offset:24; size:4; signed:1;` (tab-separated).
 pub fn parse_format(text: &str) -> Vec<FormatField> {
     text.lines()
         .filter_map(|line| {

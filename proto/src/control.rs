@@ -57,6 +57,9 @@ pub enum Reply {
 }
 
 /// What the agent replies: a result or a human-readable error.
+// Replies are built once per request and serialized at once: their size does
+// not matter, boxing them would only complicate matching.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Response {

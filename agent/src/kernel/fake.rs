@@ -34,6 +34,8 @@ pub struct FakeKernel {
     pub cpus: BTreeMap<u32, CpuSlot>,
     pub events: VecDeque<Event>,
     pub calls: Vec<Call>,
+    /// What `now_ns` returns.
+    pub now: u64,
     /// Per-task watch flags set by the agent.
     pub watched: BTreeMap<u32, u32>,
     /// tids whose set_attr fails with EPERM (to test error paths).
@@ -112,6 +114,10 @@ impl TaskControl for FakeKernel {
 }
 
 impl Kernel for FakeKernel {
+    fn now_ns(&self) -> u64 {
+        self.now
+    }
+
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         if !self.tasks.contains_key(&pid) {
             return Err(gone());

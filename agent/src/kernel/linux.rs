@@ -148,6 +148,10 @@ impl TaskControl for Linux {
 }
 
 impl Kernel for Linux {
+    fn now_ns(&self) -> u64 {
+        crate::daemon::monotonic_ns()
+    }
+
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         proc_threads(pid)
     }

@@ -47,6 +47,9 @@ pub trait TaskControl {
 }
 
 pub trait Kernel: TaskControl {
+    /// CLOCK_MONOTONIC in ns (the clock of the eBPF timestamps).
+    fn now_ns(&self) -> u64;
+
     // --- task identity -----------------------------------------------------
     /// Threads of a process.
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>>;

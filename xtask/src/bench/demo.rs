@@ -36,6 +36,8 @@ pub struct DemoRow {
 }
 
 pub struct DemoOptions {
+    /// Local policy of the agents (the demo's default is `local`, plain Linux).
+    pub policy: String,
     pub duration_s: f64,
     pub compute_us: u64,
     pub json: Option<std::path::PathBuf>,
@@ -123,7 +125,7 @@ pub fn run(workspace: &Workspace, opts: &DemoOptions) -> anyhow::Result<Vec<Demo
         workspace,
         &UpOptions {
             nodes: 2,
-            policy: "local".into(),
+            policy: opts.policy.clone(),
             metrics_port: DEFAULT_METRICS_PORT,
             agent: None,
             rebuild: false,

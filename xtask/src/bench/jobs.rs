@@ -50,6 +50,23 @@ pub struct JobOutcome {
     pub cpu_seconds: f64,
     pub context_switches: u64,
     pub empty_receives: u64,
+    /// The benchmark's own process CPU time over its measured window, all
+    /// ranks (the eBPF `cpu_seconds` also covers start-up and handshake).
+    pub bench_cpu_seconds: f64,
+    /// Times a policy boosted the job's tasks, all ranks.
+    pub boosts: u64,
+    /// Policy actions (any level change) applied to the job's tasks, all ranks.
+    pub actions: u64,
+    /// Reaction latency percentiles (message arrival -> action applied), the
+    /// worst rank's, microseconds; 0 when no rank had a reaction. The agents
+    /// report percentiles, not histograms, so they cannot be merged exactly;
+    /// the job-wide percentile lies between the smallest and the largest
+    /// rank's, and a coscheduled job moves at the pace of its slowest rank,
+    /// so the largest is the bound that matters.
+    pub reaction_latency_p50_us: f64,
+    pub reaction_latency_p99_us: f64,
+    /// Latency samples behind the percentiles, all ranks.
+    pub reactions: u64,
     /// The raw per-rank benchmark results.
     #[serde(skip)]
     pub rank_results: Vec<serde_json::Value>,
@@ -182,6 +199,79 @@ fn add_rank(o: &mut JobOutcome, info: &JobInfo, r: &serde_json::Value) {
     o.cpu_seconds += info.stats.cpu_seconds;
     o.context_switches += info.stats.switches_voluntary + info.stats.switches_preempted;
     o.empty_receives += info.stats.empty_receives;
+    o.bench_cpu_seconds += f("cpu_s");
+    o.boosts += info.stats.boosts;
+    o.actions += info.stats.actions;
+    o.reactions += info.stats.reactions;
+    o.reaction_latency_p50_us = o
+        .reaction_latency_p50_us
+        .max(info.stats.reaction_latency_p50_us);
+    o.reaction_latency_p99_us = o
+        .reaction_latency_p99_us
+        .max(info.stats.reaction_latency_p99_us);
+}
+
+/// One job out of several outcomes: for a job whose ranks were launched as
+/// separate size-1 jobs (compute-only ranks never talk to each other, so each
+/// is its own job for the agents). Counters add up, per-rank means are
+/// weighted by ranks, latency percentiles take the worst part's.
+pub fn combine(job: &str, parts: &[JobOutcome]) -> JobOutcome {
+    let mut o = JobOutcome {
+        job: job.to_string(),
+        job_id: parts.first().map_or(0, |p| p.job_id),
+        ..JobOutcome::default()
+    };
+    for p in parts {
+        let w = p.ranks as f64;
+        o.ranks += p.ranks;
+        o.iterations_per_s += p.iterations_per_s * w;
+        o.iterations += p.iterations * w;
+        o.elapsed_s += p.elapsed_s * w;
+        o.messages_sent += p.messages_sent;
+        o.messages_received += p.messages_received;
+        o.messages_observed += p.messages_observed;
+        o.wait_seconds += p.wait_seconds;
+        o.spin_seconds += p.spin_seconds;
+        o.cpu_seconds += p.cpu_seconds;
+        o.context_switches += p.context_switches;
+        o.empty_receives += p.empty_receives;
+        o.bench_cpu_seconds += p.bench_cpu_seconds;
+        o.boosts += p.boosts;
+        o.actions += p.actions;
+        o.reactions += p.reactions;
+        o.reaction_latency_p50_us = o.reaction_latency_p50_us.max(p.reaction_latency_p50_us);
+        o.reaction_latency_p99_us = o.reaction_latency_p99_us.max(p.reaction_latency_p99_us);
+        o.rank_results.extend(p.rank_results.iter().cloned());
+    }
+    if o.ranks > 0 {
+        let n = o.ranks as f64;
+        o.iterations_per_s /= n;
+        o.iterations /= n;
+        o.elapsed_s /= n;
+    }
+    o
+}
+
+/// Best-effort cleanup after a failed run: kills whatever ranks of `plans`
+/// may still run (e.g. waiting for a peer whose launch failed) and drops the
+/// agents' records, so the next run starts on idle nodes. Errors are ignored:
+/// most of these jobs have already exited or were never launched.
+pub fn discard(cluster: &Cluster, plans: &[JobPlan]) {
+    for plan in plans {
+        for &node in &plan.nodes {
+            let job_id = plan.job_id;
+            let _ = call(cluster, node, Request::Cancel { job_id });
+            let _ = call(
+                cluster,
+                node,
+                Request::Wait {
+                    job_id,
+                    timeout_ms: 5_000,
+                },
+            );
+            let _ = call(cluster, node, Request::Forget { job_id });
+        }
+    }
 }
 
 /// Median of a non-empty list.
@@ -201,6 +291,70 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use cosched_proto::control::JobStats;
+
+    fn info(stats: JobStats) -> JobInfo {
+        JobInfo {
+            job_id: 1,
+            name: "a".into(),
+            rank: 0,
+            state: JobState::Exited {
+                code: Some(0),
+                signal: None,
+            },
+            pids: vec![],
+            live_tasks: 0,
+            stats,
+            stdout: None,
+            stderr: None,
+        }
+    }
+
+    #[test]
+    fn add_rank_sums_policy_counters_and_keeps_the_worst_latency() {
+        let mut o = JobOutcome::default();
+        let result = serde_json::json!({"iterations_per_s": 10.0, "cpu_s": 0.5});
+        for (boosts, p50, p99) in [(3, 12.0, 80.0), (4, 20.0, 40.0)] {
+            let stats = JobStats {
+                boosts,
+                actions: boosts * 2,
+                reactions: 5,
+                reaction_latency_p50_us: p50,
+                reaction_latency_p99_us: p99,
+                ..JobStats::default()
+            };
+            add_rank(&mut o, &info(stats), &result);
+        }
+        assert_eq!((o.boosts, o.actions, o.reactions), (7, 14, 10));
+        assert_eq!(o.reaction_latency_p50_us, 20.0);
+        assert_eq!(o.reaction_latency_p99_us, 80.0);
+        assert_eq!(o.bench_cpu_seconds, 1.0);
+    }
+
+    #[test]
+    fn combine_weights_per_rank_means_and_sums_counters() {
+        let part = |ranks, ips, boosts, p99| JobOutcome {
+            job_id: 7,
+            ranks,
+            iterations_per_s: ips,
+            elapsed_s: 2.0,
+            cpu_seconds: 1.0,
+            boosts,
+            reaction_latency_p99_us: p99,
+            ..JobOutcome::default()
+        };
+        let o = combine("c", &[part(1, 100.0, 1, 5.0), part(3, 200.0, 2, 9.0)]);
+        assert_eq!(o.job, "c");
+        assert_eq!(o.job_id, 7);
+        assert_eq!(o.ranks, 4);
+        assert_eq!(o.iterations_per_s, 175.0);
+        assert_eq!(o.elapsed_s, 2.0);
+        assert_eq!(o.cpu_seconds, 2.0);
+        assert_eq!(o.boosts, 3);
+        assert_eq!(o.reaction_latency_p99_us, 9.0);
+        assert_eq!(combine("none", &[]).ranks, 0);
+    }
 
     #[test]
     fn median_of_odd_and_even_lists() {

@@ -1,0 +1,301 @@
+//! Feeding a local policy: turning what the eBPF side reports into the
+//! policy's typed events, and keeping the policy's tick schedule.
+//!
+//! Arrivals for off-CPU tasks and spin starts of watched (boosted) tasks come
+//! from the ring buffer as they happen. Everything else the policies want —
+//! switches in/out, spin starts, data received — is derived at each tick by
+//! comparing the task's counters with the previous tick's, with the kernel's
+//! own timestamps, so no per-context-switch event ever crosses to userspace.
+use std::collections::HashMap;
+
+use cosched_agent_common::{CpuSlot, TaskStats};
+use cosched_policy::local::{
+    Action, CpuSnapshot, Event, JobId, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
+    SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
+};
+
+pub struct PolicyDriver {
+    policy: Box<dyn LocalPolicy>,
+    kind: PolicyKind,
+    tick_ns: u64,
+    last_tick: u64,
+    prev: HashMap<u32, TaskStats>,
+    actions: Vec<Action>,
+}
+
+impl std::fmt::Debug for PolicyDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyDriver")
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+/// Is the task in a spin episode, and since when.
+fn spinning_since(s: &TaskStats) -> Option<u64> {
+    (s.spin_last_ns != 0 && s.spin_episode_start_ns != 0).then_some(s.spin_episode_start_ns)
+}
+
+/// What changed for one task between two counter snapshots, as policy events
+/// with the kernel's timestamps.
+pub fn derived_events(tid: u32, prev: Option<&TaskStats>, cur: &TaskStats) -> Vec<Event<'static>> {
+    let task = TaskId(tid);
+    let zero = TaskStats::default();
+    let p = prev.unwrap_or(&zero);
+    let mut ev = Vec::new();
+    let outs = |s: &TaskStats| s.switches_out_voluntary + s.switches_out_preempted;
+    if cur.switches_in > p.switches_in && cur.last_run_start_ns != 0 {
+        ev.push(Event::SwitchedIn {
+            task,
+            cpu: cur.cpu,
+            at: cur.last_run_start_ns,
+        });
+    }
+    if outs(cur) > outs(p) && cur.last_switch_out_ns != 0 {
+        let how = if cur.last_out_preempted != 0 {
+            SwitchOut::Preempted
+        } else {
+            SwitchOut::Voluntary
+        };
+        ev.push(Event::SwitchedOut {
+            task,
+            at: cur.last_switch_out_ns,
+            how,
+        });
+    }
+    if let Some(since) = spinning_since(cur)
+        && spinning_since(p) != Some(since)
+    {
+        ev.push(Event::SpinStarted { task, at: since });
+    }
+    if cur.recv_ok > p.recv_ok && cur.last_recv_ok_ns != 0 {
+        ev.push(Event::DataReceived {
+            task,
+            at: cur.last_recv_ok_ns,
+        });
+    }
+    ev.sort_by_key(Event::at);
+    ev
+}
+
+pub fn task_snapshot(tid: u32, s: &TaskStats) -> TaskSnapshot {
+    let pending = s.last_arrival_ns > s.last_recv_ok_ns;
+    TaskSnapshot {
+        task: TaskId(tid),
+        on_cpu: s.on_cpu != 0,
+        spinning_since: spinning_since(s),
+        pending_message: pending,
+        runnable: s.on_cpu != 0 || s.last_out_preempted != 0 || pending,
+        oncpu_ns: s.oncpu_ns,
+        arrivals: s.arrivals,
+    }
+}
+
+impl PolicyDriver {
+    pub fn new(cfg: &LocalPolicyConfig, tick_us: u64) -> Result<Self, String> {
+        let policy = build_policy(cfg).map_err(|e| e.to_string())?;
+        Ok(Self {
+            policy,
+            kind: cfg.kind,
+            tick_ns: tick_us * 1000,
+            last_tick: 0,
+            prev: HashMap::new(),
+            actions: Vec::new(),
+        })
+    }
+
+    pub fn kind(&self) -> PolicyKind {
+        self.kind
+    }
+
+    /// Does this policy react to anything at all (else the agent only observes).
+    pub fn active(&self) -> bool {
+        self.kind != PolicyKind::Local
+    }
+
+    fn feed(&mut self, ev: &Event<'_>) {
+        self.policy.on_event(ev, &mut self.actions);
+    }
+
+    pub fn task_added(&mut self, tid: u32, job: u32, now: u64) {
+        self.feed(&Event::TaskAdded {
+            task: TaskId(tid),
+            info: TaskInfo::of_job(JobId(job)),
+            at: now,
+        });
+    }
+
+    pub fn task_exited(&mut self, tid: u32, now: u64) {
+        self.feed(&Event::TaskExited {
+            task: TaskId(tid),
+            at: now,
+        });
+        self.policy.forget(TaskId(tid));
+        self.prev.remove(&tid);
+    }
+
+    pub fn arrival(&mut self, tid: u32, at: u64, on_cpu: bool, spinning: bool) {
+        self.feed(&Event::MessageArrived {
+            task: TaskId(tid),
+            at,
+            on_cpu,
+            spinning,
+        });
+    }
+
+    pub fn spin_started(&mut self, tid: u32, at: u64) {
+        self.feed(&Event::SpinStarted {
+            task: TaskId(tid),
+            at,
+        });
+    }
+
+    /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
+    pub fn next_wakeup(&self) -> Option<u64> {
+        if !self.active() {
+            return None;
+        }
+        let periodic = self.last_tick + self.tick_ns;
+        Some(
+            self.policy
+                .next_wakeup()
+                .map_or(periodic, |w| w.min(periodic)),
+        )
+    }
+
+    /// Derives events from the counters of the managed tasks, then ticks.
+    pub fn tick(&mut self, now: u64, stats: &[(u32, TaskStats)], cpus: &[(u32, CpuSlot)]) {
+        self.last_tick = now;
+        let mut events = Vec::new();
+        for (tid, s) in stats {
+            events.extend(derived_events(*tid, self.prev.get(tid), s));
+            self.prev.insert(*tid, *s);
+        }
+        events.sort_by_key(Event::at);
+        for ev in &events {
+            self.feed(ev);
+        }
+        let snapshot = self.policy.uses_snapshots().then(|| NodeSnapshot {
+            tasks: stats.iter().map(|(t, s)| task_snapshot(*t, s)).collect(),
+            cpus: cpus
+                .iter()
+                .map(|(c, slot)| CpuSnapshot {
+                    cpu: *c,
+                    running: (slot.managed != 0).then_some(TaskId(slot.tid)),
+                })
+                .collect(),
+        });
+        self.feed(&Event::Tick {
+            at: now,
+            snapshot: snapshot.as_ref(),
+        });
+    }
+
+    /// Hands every task back at Normal (policy switch or shutdown).
+    pub fn release_all(&mut self) {
+        self.policy.release_all(&mut self.actions);
+    }
+
+    /// The actions decided since the last call.
+    pub fn take_actions(&mut self) -> Vec<Action> {
+        std::mem::take(&mut self.actions)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats() -> TaskStats {
+        TaskStats::default()
+    }
+
+    #[test]
+    fn counters_that_moved_become_events_in_time_order() {
+        let prev = stats();
+        let cur = TaskStats {
+            switches_in: 1,
+            last_run_start_ns: 100,
+            switches_out_preempted: 1,
+            last_switch_out_ns: 50,
+            last_out_preempted: 1,
+            recv_ok: 2,
+            last_recv_ok_ns: 120,
+            spin_last_ns: 130,
+            spin_episode_start_ns: 125,
+            ..stats()
+        };
+        let ev = derived_events(7, Some(&prev), &cur);
+        let kinds: Vec<u64> = ev.iter().map(Event::at).collect();
+        assert_eq!(kinds, vec![50, 100, 120, 125]);
+        assert!(matches!(
+            ev[0],
+            Event::SwitchedOut {
+                how: SwitchOut::Preempted,
+                ..
+            }
+        ));
+        assert!(matches!(ev[3], Event::SpinStarted { .. }));
+    }
+
+    #[test]
+    fn unchanged_counters_make_no_events() {
+        let s = TaskStats {
+            switches_in: 3,
+            last_run_start_ns: 10,
+            spin_last_ns: 20,
+            spin_episode_start_ns: 15,
+            ..stats()
+        };
+        assert!(derived_events(1, Some(&s), &s).is_empty());
+    }
+
+    #[test]
+    fn same_spin_episode_is_reported_once() {
+        let a = TaskStats {
+            spin_last_ns: 20,
+            spin_episode_start_ns: 15,
+            ..stats()
+        };
+        let b = TaskStats {
+            spin_last_ns: 90,
+            spin_episode_start_ns: 15,
+            ..stats()
+        };
+        assert!(derived_events(1, Some(&a), &b).is_empty());
+        let c = TaskStats {
+            spin_last_ns: 95,
+            spin_episode_start_ns: 93,
+            ..stats()
+        };
+        assert_eq!(derived_events(1, Some(&b), &c).len(), 1);
+    }
+
+    #[test]
+    fn pending_message_and_runnable_come_from_timestamps() {
+        let s = TaskStats {
+            last_arrival_ns: 10,
+            last_recv_ok_ns: 5,
+            ..stats()
+        };
+        let snap = task_snapshot(1, &s);
+        assert!(snap.pending_message && snap.runnable && !snap.on_cpu);
+        let s = TaskStats {
+            last_arrival_ns: 10,
+            last_recv_ok_ns: 15,
+            ..stats()
+        };
+        assert!(
+            !task_snapshot(1, &s).runnable,
+            "blocked with nothing pending"
+        );
+    }
+
+    #[test]
+    fn local_policy_needs_no_ticks_and_others_do() {
+        let d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Local), 1000).unwrap();
+        assert_eq!(d.next_wakeup(), None);
+        let d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Pb), 1000).unwrap();
+        assert!(d.next_wakeup().is_some());
+    }
+}

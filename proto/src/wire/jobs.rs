@@ -1,0 +1,120 @@
+//! Job lifecycle messages: coordinator → agent `LaunchJob` / `CancelJob`,
+//! agent → coordinator `JobExited`.
+//!
+//! These carry the job's fields directly; once `crate::job::JobSpec` exists,
+//! `LaunchJob` can embed it instead.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::kind::MessageKind;
+use super::payload::Payload;
+
+/// The coordinator's id for a job. The same representation as
+/// `crate::job::JobId` (u32), so the two interchange; this alias can become a
+/// re-export once the job spec settles.
+pub type JobId = u32;
+
+/// Scheduling class (SPEC §2, BE/RT classes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum JobClass {
+    BestEffort,
+    /// A real-time job: `frames` frames of `work_ns` CPU each per `period_ns`.
+    RealTime {
+        period_ns: u64,
+        frames: u32,
+        work_ns: u64,
+    },
+}
+
+/// Start one rank of a job on the receiving agent's node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchJob {
+    pub job_id: JobId,
+    pub name: String,
+    /// This process's rank, below `size`.
+    pub rank: u32,
+    /// Number of ranks in the job.
+    pub size: u32,
+    /// Address ("host:port") of every rank, indexed by rank; empty if the job
+    /// finds its peers itself.
+    pub peers: Vec<String>,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// CPUs of this node the rank is pinned to; empty means the node's job CPUs.
+    pub cpus: Vec<u32>,
+    pub class: JobClass,
+    /// Forbids paired gang scheduling from sharing this job's slot.
+    pub exclusive: bool,
+}
+
+impl Payload for LaunchJob {
+    const KIND: MessageKind = MessageKind::LaunchJob;
+
+    fn check(&self) -> Result<(), String> {
+        if self.size == 0 || self.rank >= self.size {
+            return Err(format!(
+                "rank {} is not below size {}",
+                self.rank, self.size
+            ));
+        }
+        if !self.peers.is_empty() && self.peers.len() != self.size as usize {
+            return Err(format!(
+                "{} peer addresses for {} ranks",
+                self.peers.len(),
+                self.size
+            ));
+        }
+        if self.command.is_empty() {
+            return Err("empty command".into());
+        }
+        if let JobClass::RealTime { period_ns: 0, .. } = self.class {
+            return Err("real-time period is zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// Stop a job's ranks on the receiving agent's node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CancelJob {
+    pub job_id: JobId,
+}
+
+impl Payload for CancelJob {
+    const KIND: MessageKind = MessageKind::CancelJob;
+}
+
+/// How a rank ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum ExitStatus {
+    Exited {
+        code: i32,
+    },
+    Signalled {
+        signal: i32,
+    },
+    /// The agent could not start the process at all.
+    LaunchFailed {
+        reason: String,
+    },
+}
+
+/// A rank of a job ended on the sending agent's node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobExited {
+    pub job_id: JobId,
+    pub rank: u32,
+    pub status: ExitStatus,
+}
+
+impl Payload for JobExited {
+    const KIND: MessageKind = MessageKind::JobExited;
+}
