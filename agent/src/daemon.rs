@@ -446,6 +446,7 @@ impl Daemon {
                 launch::enter_cgroup(cg, g.pid)?;
             }
             self.engine.manage_process(spec.job_id, g.pid)?;
+            self.engine.mark_launched(g.pid);
             anyhow::Ok(())
         })();
         if let Err(e) = setup {

@@ -46,6 +46,8 @@ pub struct Engine<K: Kernel> {
     online_cpus: u32,
     /// Exit states of launched main processes reaped by the daemon.
     reaped: HashMap<u32, JobState>,
+    /// Main processes the agent launched (their end is known only once reaped).
+    launched: std::collections::HashSet<u32>,
     last_reload: Option<ReloadOutcome>,
     events: Vec<Event>,
     driver: PolicyDriver,
@@ -120,6 +122,7 @@ impl<K: Kernel> Engine<K> {
             config_path: config_path.to_string(),
             online_cpus,
             reaped: HashMap::new(),
+            launched: std::collections::HashSet::new(),
             last_reload: None,
             events: Vec::new(),
         }
@@ -456,6 +459,12 @@ impl<K: Kernel> Engine<K> {
         self.driver.active()
     }
 
+    /// Marks `pid` as launched by this agent: its job ends only when the daemon
+    /// reports it reaped, with its exit status (not merely when it vanishes).
+    pub fn mark_launched(&mut self, pid: u32) {
+        self.launched.insert(pid);
+    }
+
     /// A launched main process was reaped by the daemon.
     pub fn process_reaped(&mut self, pid: u32, code: Option<i32>, signal: Option<i32>) {
         self.reaped.insert(pid, JobState::Exited { code, signal });
@@ -503,7 +512,12 @@ impl<K: Kernel> Engine<K> {
             let state = self
                 .reg
                 .job(id)
-                .and_then(|j| j.pids.iter().find_map(|p| self.reaped.remove(p)))
+                .and_then(|j| {
+                    j.pids.iter().find_map(|p| {
+                        self.launched.remove(p);
+                        self.reaped.remove(p)
+                    })
+                })
                 .unwrap_or(JobState::Exited {
                     code: None,
                     signal: None,
@@ -521,9 +535,10 @@ impl<K: Kernel> Engine<K> {
             .jobs()
             .filter(|j| j.state == JobState::Running && j.live.is_empty() && !j.pids.is_empty())
             .filter(|j| {
-                j.pids
-                    .iter()
-                    .all(|p| self.reaped.contains_key(p) || self.k.start_time(*p).is_err())
+                j.pids.iter().all(|p| {
+                    self.reaped.contains_key(p)
+                        || (!self.launched.contains(p) && self.k.start_time(*p).is_err())
+                })
             })
             .map(|j| j.id)
             .collect()
@@ -768,7 +783,12 @@ mod tests {
         e.k.spawn(100, SchedAttr::other(0));
         e.reserve_job(1, "a", 0, None).unwrap();
         e.manage_process(1, 100).unwrap();
+        e.mark_launched(100);
         e.k.exit(100, 5);
+        assert!(
+            e.poll(8, 0.0).is_empty(),
+            "a launched job ends when reaped, not when it vanishes"
+        );
         e.process_reaped(100, Some(3), None);
         e.poll(10, 0.0);
         assert_eq!(

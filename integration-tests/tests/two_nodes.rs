@@ -15,13 +15,15 @@ struct Cluster {
     agents: Vec<TestAgent>,
 }
 
-fn cluster(subnet: u8) -> Cluster {
+/// Two nodes on CPUs 0 and 1, or both on CPU 0 (`share_cpu`: each rank then
+/// waits while its peer holds the CPU, so waits are long and spinning shows).
+fn cluster(subnet: u8, share_cpu: bool) -> Cluster {
     let nodes = NodePair::new(subnet);
     let agents = (0..2)
         .map(|i| {
             TestAgent::start(AgentOpts {
                 node: if i == 0 { "n0" } else { "n1" },
-                cpus: vec![i as u32],
+                cpus: vec![if share_cpu { 0 } else { i as u32 }],
                 netns: Some((&nodes, i)),
                 extra: "",
             })
@@ -68,7 +70,7 @@ fn assert_observed_within_1pct(ranks: &[(JobInfo, serde_json::Value)]) {
     for (info, r) in ranks {
         let sent_to_me = num(r, "messages_received");
         let observed = info.stats.messages_observed as f64;
-        assert!(sent_to_me > 1000.0, "too few messages to judge: {r}");
+        assert!(sent_to_me > 200.0, "too few messages to judge: {r}");
         let err = (observed - sent_to_me).abs() / sent_to_me;
         assert!(
             err <= 0.01,
@@ -82,7 +84,7 @@ fn assert_observed_within_1pct(ranks: &[(JobInfo, serde_json::Value)]) {
 #[test]
 fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
     require_root();
-    let c = cluster(41);
+    let c = cluster(41, true);
     let ranks = run_job(
         &c,
         1,
@@ -103,23 +105,26 @@ fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
             info.stats.empty_receives > 0,
             "spinning rank made no empty receives: {info:?}"
         );
+        // Sharing one CPU, a rank mostly waits for a peer that is not
+        // running: when it holds the CPU it spins nearly all the time (its
+        // useful work is 20 µs per iteration), and it can only spin while it
+        // waits. Spin time is on-CPU time, so it is bounded by both.
         let wait = num(r, "wait_s");
+        assert!(wait > 0.2, "ranks sharing a CPU wait a lot: {r}");
+        let (spin, cpu) = (info.stats.spin_seconds, info.stats.cpu_seconds);
+        assert!(spin > 0.8 * cpu, "spin {spin} vs cpu {cpu}");
         assert!(
-            info.stats.spin_seconds > 0.3 * wait,
-            "spin time {} vs benchmark wait {wait}",
-            info.stats.spin_seconds
+            spin <= wait * 1.01,
+            "spin {spin} exceeds the benchmark's wait {wait}"
         );
-        assert!(
-            info.stats.cpu_seconds > 0.5,
-            "a spinning rank burns CPU: {info:?}"
-        );
+        assert!(cpu > 0.3, "a spinning rank burns CPU: {info:?}");
     }
 }
 
 #[test]
 fn tcp_spinning_job_is_observed_within_one_percent() {
     require_root();
-    let c = cluster(42);
+    let c = cluster(42, false);
     let ranks = run_job(
         &c,
         2,
@@ -140,7 +145,7 @@ fn tcp_spinning_job_is_observed_within_one_percent() {
 #[test]
 fn blocking_job_shows_almost_no_spin_time() {
     require_root();
-    let c = cluster(43);
+    let c = cluster(43, false);
     let ranks = run_job(
         &c,
         3,
@@ -157,9 +162,11 @@ fn blocking_job_shows_almost_no_spin_time() {
     );
     assert_observed_within_1pct(&ranks);
     for (info, r) in &ranks {
-        assert_eq!(
-            info.stats.empty_receives, 0,
-            "blocking receives never return EAGAIN"
+        // Only the start handshake polls; the measured loop never finds an
+        // empty socket.
+        assert!(
+            info.stats.empty_receives * 100 < info.stats.receives,
+            "blocking receives return EAGAIN: {info:?}"
         );
         assert!(
             info.stats.spin_seconds < 0.001,
