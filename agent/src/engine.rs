@@ -51,8 +51,21 @@ pub struct Engine<K: Kernel> {
     last_reload: Option<ReloadOutcome>,
     events: Vec<Event>,
     driver: PolicyDriver,
-    /// Level the policy set per task (absent = Normal).
+    /// Level the local policy wants per task (absent = Normal).
+    policy_levels: HashMap<u32, Level>,
+    /// Level applied per task (absent = Normal): the policy's, unless the
+    /// gang overlay holds the task's job out of the current slice.
     levels: HashMap<u32, Level>,
+    /// The coordinator's current slice, if the node is in gang mode.
+    gang: Option<Gang>,
+}
+
+/// Which jobs the coordinator's current time slice runs on this node. Tasks of
+/// other jobs only use idle time (demoted), or are stopped in strict mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gang {
+    pub active: std::collections::HashSet<JobId>,
+    pub strict: bool,
 }
 
 /// The attributes that realise a policy level. `base` is what the task runs
@@ -113,7 +126,9 @@ impl<K: Kernel> Engine<K> {
         let driver = driver_for(&cfg);
         Self {
             driver,
+            policy_levels: HashMap::new(),
             levels: HashMap::new(),
+            gang: None,
             k,
             cfg,
             reg: Registry::default(),
@@ -181,6 +196,9 @@ impl<K: Kernel> Engine<K> {
             self.driver.task_added(tid, job, now);
         }
         self.apply_policy_actions(None);
+        for &tid in &tids {
+            self.realize(tid, None);
+        }
         if let Some(j) = self.reg.job_mut(job) {
             j.pids.push(pid);
         }
@@ -308,12 +326,14 @@ impl<K: Kernel> Engine<K> {
         let now = self.k.now_ns();
         self.driver.task_added(child, job, now);
         self.apply_policy_actions(None);
+        self.realize(child, None);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
     }
 
     fn on_exit(&mut self, tid: u32, now_ns: u64) {
         self.driver.task_exited(tid, now_ns);
         self.levels.remove(&tid);
+        self.policy_levels.remove(&tid);
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         let _ = self.k.untrack(tid);
@@ -362,8 +382,61 @@ impl<K: Kernel> Engine<K> {
                 .decisions
                 .with_label_values(&[reason.as_str()])
                 .inc();
-            self.apply_level(task.0, level, trigger);
+            if level == Level::Normal {
+                self.policy_levels.remove(&task.0);
+            } else {
+                self.policy_levels.insert(task.0, level);
+            }
+            self.realize(task.0, trigger);
         }
+    }
+
+    /// The level a task must have now: the gang overlay first, then the policy.
+    fn effective_level(&self, tid: u32) -> Level {
+        let policy = self
+            .policy_levels
+            .get(&tid)
+            .copied()
+            .unwrap_or(Level::Normal);
+        match (&self.gang, self.reg.task(tid)) {
+            (Some(g), Some(e)) if !g.active.contains(&e.job) => {
+                if g.strict {
+                    Level::Stop
+                } else {
+                    Level::Demote
+                }
+            }
+            _ => policy,
+        }
+    }
+
+    fn realize(&mut self, tid: u32, trigger: Option<u64>) {
+        let level = self.effective_level(tid);
+        self.apply_level(tid, level, trigger);
+    }
+
+    /// Enters, changes or leaves gang mode (None: every job may run, the
+    /// local policy alone decides). Applies the change to every task.
+    pub fn set_gang(&mut self, gang: Option<Gang>) {
+        if self.gang == gang {
+            return;
+        }
+        self.gang = gang;
+        let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
+        for tid in tids {
+            self.realize(tid, None);
+        }
+    }
+
+    pub fn gang(&self) -> Option<&Gang> {
+        self.gang.as_ref()
+    }
+
+    /// A gang slot started (for FCS): `owner` runs until `until_ns`.
+    pub fn slot_started(&mut self, owner: Option<JobId>, until_ns: u64) {
+        let now = self.k.now_ns();
+        self.driver.slot_started(now, owner, until_ns);
+        self.apply_policy_actions(None);
     }
 
     /// The attributes a task runs with when the policy leaves it alone.
@@ -448,6 +521,7 @@ impl<K: Kernel> Engine<K> {
     fn release_policy(&mut self) {
         self.driver.release_all();
         self.apply_policy_actions(None);
+        self.policy_levels.clear();
         // Anything the policy forgot to hand back is put back here.
         let left: Vec<u32> = self.levels.keys().copied().collect();
         for tid in left {
@@ -628,6 +702,10 @@ impl<K: Kernel> Engine<K> {
             self.driver.task_added(tid, job, now);
         }
         self.apply_policy_actions(None);
+        let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
+        for tid in tids {
+            self.realize(tid, None);
+        }
         tracing::info!(policy = %new.policy, "local policy switched");
     }
 
@@ -646,6 +724,7 @@ impl<K: Kernel> Engine<K> {
     /// Puts every task the agent changed back to its original attributes and
     /// stops tracking everything.
     pub fn shutdown(&mut self) -> RestoreReport {
+        self.gang = None;
         self.release_policy();
         let report = self.ledger.restore_all(&mut self.k);
         let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
@@ -818,6 +897,53 @@ mod tests {
             text.contains("cosched_job_spin_seconds_total{job=\"ring\",job_id=\"7\"} 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn gang_slice_demotes_other_jobs_and_restores_them_after() {
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        assert_eq!(
+            e.k.attr(100),
+            SchedAttr::other(0),
+            "slice owner runs normally"
+        );
+        assert_eq!(
+            e.k.attr(200).policy,
+            SchedPolicy::Idle,
+            "other job only in idle time"
+        );
+        e.set_gang(Some(Gang {
+            active: [2].into(),
+            strict: true,
+        }));
+        assert!(e.k.tasks[&100].stopped, "strict mode stops the other job");
+        assert_eq!(e.k.attr(200), SchedAttr::other(0));
+        e.set_gang(None);
+        assert!(!e.k.tasks[&100].stopped);
+        assert_eq!(e.k.attr(100), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn task_adopted_during_a_slice_gets_the_overlay_and_shutdown_undoes_it() {
+        let mut e = engine();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: true,
+        }));
+        e.k.spawn(300, SchedAttr::other(3));
+        e.adopt(3, "late", &[300], None).unwrap();
+        assert!(e.k.tasks[&300].stopped);
+        e.shutdown();
+        assert!(!e.k.tasks[&300].stopped);
+        assert_eq!(e.k.attr(300), SchedAttr::other(3));
     }
 
     #[test]

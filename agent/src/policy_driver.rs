@@ -150,6 +150,15 @@ impl PolicyDriver {
         });
     }
 
+    /// A gang slot started (FCS): `owner` owns the CPU until `until`.
+    pub fn slot_started(&mut self, at: u64, owner: Option<u32>, until: u64) {
+        self.feed(&Event::SlotStarted {
+            at,
+            owner: owner.map(JobId),
+            until,
+        });
+    }
+
     /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {
