@@ -144,6 +144,9 @@ pub mod watch_flags {
     /// Report the start of every spin episode of this task (e.g. a boosted
     /// task that consumed its message and waits again: its boost should end).
     pub const SPIN_START: u32 = 1;
+    /// The task is boosted: it runs as soon as its CPU allows, so an arrival
+    /// for it while it is off CPU needs no wakeup of the agent.
+    pub const BOOSTED: u32 = 2;
 }
 
 /// Kinds of ring-buffer records.
@@ -191,7 +194,9 @@ pub struct Settings {
     pub wake_on_spin_start: u32,
     /// Otherwise wake the agent only once this many bytes are queued (batching).
     pub wake_batch_bytes: u32,
-    pub _pad: u32,
+    /// The agent's event-loop thread: an arrival for a task it preempted is
+    /// not worth waking it for (it is running, and drains before sleeping).
+    pub agent_tid: u32,
 }
 const _: () = assert!(core::mem::size_of::<Settings>() == 16);
 
@@ -206,8 +211,11 @@ pub struct Drops {
     pub tasks_full: u64,
     /// SOCK_OWNER map full.
     pub sockets_full: u64,
+    /// Records submitted with a forced wakeup of the agent (not a drop: kept
+    /// here to compare with the wakeups the agent sees).
+    pub forced_wakeups: u64,
 }
-const _: () = assert!(core::mem::size_of::<Drops>() == 24);
+const _: () = assert!(core::mem::size_of::<Drops>() == 32);
 
 #[cfg(feature = "user")]
 mod pod {

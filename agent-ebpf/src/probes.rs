@@ -110,10 +110,13 @@ fn emit(ev: &Event, force_wakeup: bool) {
     } else {
         BPF_RB_NO_WAKEUP
     };
-    if EVENTS.output(ev, flags as u64).is_err()
-        && let Some(d) = drops()
-    {
-        d.ring_full += 1;
+    let failed = EVENTS.output(ev, flags as u64).is_err();
+    if let Some(d) = drops() {
+        if failed {
+            d.ring_full += 1;
+        } else if flags == BPF_RB_FORCE_WAKEUP {
+            d.forced_wakeups += 1;
+        }
     }
 }
 
@@ -314,6 +317,22 @@ pub fn sock_send_length(ctx: TracePointContext) -> u32 {
     0
 }
 
+/// Whether an arrival for off-CPU task `tid` (which last ran on `cpu`) is a
+/// decision the agent must make now: not when the task is already boosted (it
+/// runs as soon as it can), nor when the agent itself holds that CPU (it
+/// drains the ring before it sleeps).
+#[inline(always)]
+fn wake_for_offcpu_arrival(tid: u32, cpu: u32) -> bool {
+    let s = settings();
+    if s.wake_on_offcpu_arrival == 0 || watched(tid, watch_flags::BOOSTED) {
+        return false;
+    }
+    match CPU_CURRENT.get(cpu) {
+        Some(slot) => s.agent_tid == 0 || slot.tid != s.agent_tid,
+        None => true,
+    }
+}
+
 #[tracepoint(category = "sock", name = "sk_data_ready")]
 pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     let sk: u64 = field(&ctx, layout::DATA_READY_SK);
@@ -350,7 +369,7 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
         ts_ns: now,
         arg: sk,
     };
-    emit(&ev, !on_cpu && settings().wake_on_offcpu_arrival != 0);
+    emit(&ev, !on_cpu && wake_for_offcpu_arrival(tid, t.cpu));
     0
 }
 

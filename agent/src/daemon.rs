@@ -111,7 +111,8 @@ fn settings_for(cfg: &Config) -> Settings {
         wake_on_offcpu_arrival: active as u32,
         wake_on_spin_start: 0,
         wake_batch_bytes: cfg.ebpf.wake_batch_bytes,
-        _pad: 0,
+        // SAFETY: plain syscall; the event loop runs on the calling (main) thread.
+        agent_tid: unsafe { libc::gettid() } as u32,
     }
 }
 
@@ -242,6 +243,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 d.engine.metrics.event_wakeups.inc();
                 d.engine.handle_events(monotonic_ns());
                 guard.clear_ready();
+                // Records queued without a wakeup while we worked (the
+                // programs do not wake a running agent) are taken now.
+                d.engine.handle_events(monotonic_ns());
             }
             _ = policy_timer => d.engine.policy_tick(),
             _ = ticker.tick() => {

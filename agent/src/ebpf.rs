@@ -207,6 +207,7 @@ impl Probes {
             ring_full: a.ring_full + d.ring_full,
             tasks_full: a.tasks_full + d.tasks_full,
             sockets_full: a.sockets_full + d.sockets_full,
+            forced_wakeups: a.forced_wakeups + d.forced_wakeups,
         }))
     }
 

@@ -58,6 +58,22 @@ pub struct Engine<K: Kernel> {
     levels: HashMap<u32, Level>,
     /// The coordinator's current slice, if the node is in gang mode.
     gang: Option<Gang>,
+    /// What the eBPF side reports for boosted tasks (`watch_flags`).
+    boost_watch: u32,
+}
+
+/// Boosted tasks are marked so arrivals for them wake nobody; their spin
+/// starts are reported only to policies whose boosts end when the task waits
+/// again (per-message DCS, SB wake-ups, periodic boosts).
+fn boost_watch_for(cfg: &Config) -> u32 {
+    use cosched_policy::local::PolicyKind as P;
+    let quantum_boosts = matches!(cfg.policy, P::Dcs | P::DcsSb) && !cfg.dcs.end_on_wait;
+    watch_flags::BOOSTED
+        | if quantum_boosts {
+            0
+        } else {
+            watch_flags::SPIN_START
+        }
 }
 
 /// Which jobs the coordinator's current time slice runs on this node. Tasks of
@@ -129,6 +145,7 @@ impl<K: Kernel> Engine<K> {
             policy_levels: HashMap::new(),
             levels: HashMap::new(),
             gang: None,
+            boost_watch: boost_watch_for(&cfg),
             k,
             cfg,
             reg: Registry::default(),
@@ -297,6 +314,9 @@ impl<K: Kernel> Engine<K> {
                 event_kind::ARRIVAL if self.driver.active() => {
                     let on_cpu = ev.flags & event_flags::TASK_ON_CPU != 0;
                     let spinning = ev.flags & event_flags::TASK_SPINNING != 0;
+                    if !on_cpu {
+                        self.observe_cpu_holders();
+                    }
                     self.driver.arrival(ev.tid, ev.ts_ns, on_cpu, spinning);
                     self.apply_policy_actions(Some(ev.ts_ns));
                 }
@@ -342,6 +362,23 @@ impl<K: Kernel> Engine<K> {
         }
         let _ = self.k.forget_sockets_of(&[tid]);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+    }
+
+    /// Refreshes the policy's view of the managed tasks running on the node's
+    /// CPUs (spinning or computing right now), so that an arrival for another
+    /// task is judged against what the CPU holder is doing at this instant.
+    fn observe_cpu_holders(&mut self) {
+        let Ok(slots) = self.k.cpu_slots(&self.node_cpus()) else {
+            return;
+        };
+        for (_, slot) in slots {
+            if slot.managed == 0 || self.reg.task(slot.tid).is_none() {
+                continue;
+            }
+            if let Ok(Some(s)) = self.k.task_stat(slot.tid) {
+                self.driver.observe(slot.tid, &s);
+            }
+        }
     }
 
     /// When the policy next needs [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
@@ -470,14 +507,12 @@ impl<K: Kernel> Engine<K> {
                 }
             }
             if level.is_boost() != prev.is_boost() {
-                self.k.watch(
-                    tid,
-                    if level.is_boost() {
-                        watch_flags::SPIN_START
-                    } else {
-                        0
-                    },
-                )?;
+                let flags = if level.is_boost() {
+                    self.boost_watch
+                } else {
+                    0
+                };
+                self.k.watch(tid, flags)?;
             }
             Ok(())
         })();
@@ -696,6 +731,7 @@ impl<K: Kernel> Engine<K> {
     fn switch_policy(&mut self, new: &Config) {
         self.release_policy();
         self.driver = driver_for(new);
+        self.boost_watch = boost_watch_for(new);
         let now = self.k.now_ns();
         let tasks: Vec<(u32, JobId)> = self.reg.tasks().map(|(t, e)| (t, e.job)).collect();
         for (tid, job) in tasks {

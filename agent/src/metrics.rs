@@ -21,6 +21,7 @@ pub struct Metrics {
     pub running_jobs: IntGauge,
     pub events: IntCounterVec,
     pub event_wakeups: IntCounter,
+    forced_wakeups: IntCounter,
     ebpf_runs: IntCounterVec,
     ebpf_seconds: CounterVec,
     ebpf_drops: IntCounterVec,
@@ -36,6 +37,7 @@ pub struct Metrics {
     last_job: HashMap<JobId, JobStats>,
     last_prog: HashMap<String, ProgramCost>,
     last_drops: [u64; 3],
+    last_forced: u64,
     last_agent_cpu: f64,
 }
 
@@ -78,6 +80,7 @@ impl Metrics {
             running_jobs: ig("cosched_running_jobs", "Jobs with live processes on this node."),
             events: icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]),
             event_wakeups: reg(&r, IntCounter::new("cosched_agent_event_wakeups_total", "Times the agent woke up to drain the event ring buffer (events are batched, not one wakeup each).").expect("valid metric")),
+            forced_wakeups: reg(&r, IntCounter::new("cosched_ebpf_forced_wakeups_total", "Events the eBPF programs submitted with a forced wakeup of the agent (arrivals the policy must decide on now).").expect("valid metric")),
             ebpf_runs: icv("cosched_ebpf_program_runs_total", "Runs of each eBPF program (kernel BPF stats).", &["program"]),
             ebpf_seconds: cv("cosched_ebpf_program_run_seconds_total", "Time spent running each eBPF program (kernel BPF stats).", &["program"]),
             ebpf_drops: icv("cosched_ebpf_drops_total", "Records the eBPF programs could not deliver, by reason.", &["reason"]),
@@ -99,6 +102,7 @@ impl Metrics {
             last_job: HashMap::new(),
             last_prog: HashMap::new(),
             last_drops: [0; 3],
+            last_forced: 0,
             last_agent_cpu: 0.0,
         }
     }
@@ -169,6 +173,9 @@ impl Metrics {
                 .inc_by(now[i].saturating_sub(self.last_drops[i]));
         }
         self.last_drops = now;
+        self.forced_wakeups
+            .inc_by(d.forced_wakeups.saturating_sub(self.last_forced));
+        self.last_forced = d.forced_wakeups;
     }
 
     pub fn update_agent_cpu(&mut self, seconds: f64) {

@@ -159,6 +159,16 @@ impl PolicyDriver {
         });
     }
 
+    /// Brings the policy's view of one task up to date from its counters (the
+    /// task holding a CPU, right before an arrival for another task is judged).
+    pub fn observe(&mut self, tid: u32, s: &TaskStats) {
+        let events = derived_events(tid, self.prev.get(&tid), s);
+        self.prev.insert(tid, *s);
+        for ev in &events {
+            self.feed(ev);
+        }
+    }
+
     /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {

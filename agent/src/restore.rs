@@ -182,25 +182,18 @@ impl RestoreLedger {
         report
     }
 
+    /// Writes the journal (write to a temporary file, then rename: a reader
+    /// sees the old or the new list, never half of one). No fsync: the journal
+    /// must survive the agent's death, not the machine's — after a reboot no
+    /// task it names exists — and a flush can block the event loop for
+    /// hundreds of milliseconds on a slow disk.
     fn persist(&self) -> io::Result<()> {
         let Some(path) = &self.journal else {
             return Ok(());
         };
-        if self.entries.is_empty() {
-            return match fs::remove_file(path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-                _ => Ok(()),
-            };
-        }
         let list: Vec<&Entry> = self.entries.values().collect();
         let tmp = path.with_extension("tmp");
-        let bytes = serde_json::to_vec(&list).map_err(io::Error::other)?;
-        {
-            use std::io::Write as _;
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_all()?;
-        }
+        fs::write(&tmp, serde_json::to_vec(&list).map_err(io::Error::other)?)?;
         fs::rename(&tmp, path)
     }
 }

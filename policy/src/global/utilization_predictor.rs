@@ -137,7 +137,8 @@ pub fn equation_1(quantum_means_newest_first: &[f64]) -> f64 {
     if weights == 0.0 {
         FULL_UTILIZATION_PERCENT
     } else {
-        weighted / weights
+        // A weighted mean of values in 0..=100 is in range up to rounding.
+        (weighted / weights).clamp(0.0, FULL_UTILIZATION_PERCENT)
     }
 }
 

@@ -53,6 +53,11 @@ pub enum Reason {
     PeriodicBoost,
     /// A boosted task consumed its message and started waiting again.
     BoostEndWaiting,
+    /// DCS: a message arrived for another job's task while this boosted task
+    /// spun with nothing to do; the other task takes the CPU.
+    Displaced,
+    /// DCS: a quantum ended and the boost went to a task whose message waits.
+    Handoff,
     /// A boosted task blocked or slept.
     BoostEndBlocked,
     /// A boost reached its maximum duration.
@@ -89,6 +94,8 @@ impl Reason {
             Reason::WakeOnArrival => "wake-on-arrival",
             Reason::PeriodicBoost => "periodic-boost",
             Reason::BoostEndWaiting => "boost-end-waiting",
+            Reason::Displaced => "displaced",
+            Reason::Handoff => "handoff",
             Reason::BoostEndBlocked => "boost-end-blocked",
             Reason::BoostExpired => "boost-expired",
             Reason::BudgetExhausted => "budget-exhausted",

@@ -62,6 +62,10 @@ pub struct DynamicCoscheduler {
     /// time, so their boost is charged until the next event (never less than
     /// it really lasted).
     pub(crate) forgotten_boosts: Vec<JobId>,
+    /// DCS: tasks whose message arrived while a boosted task was busy on their
+    /// CPU; they get the CPU when that quantum ends.
+    /// Maps the task to when its message arrived.
+    pub(crate) demand_waiting: BTreeMap<TaskId, u64>,
 }
 
 impl DynamicCoscheduler {
@@ -77,6 +81,7 @@ impl DynamicCoscheduler {
             levels: LevelBook::default(),
             next_period_at: None,
             forgotten_boosts: Vec::new(),
+            demand_waiting: BTreeMap::new(),
         }
     }
 
@@ -171,6 +176,7 @@ impl DynamicCoscheduler {
             source,
             prio: rule.prio,
             until,
+            ends_on_wait: rule.ends_on_wait,
         };
         self.apply(task, reason, out);
         true
@@ -243,7 +249,15 @@ impl DynamicCoscheduler {
             return;
         };
         managed.obs.spin_started(now);
-        self.end_boost(task, Reason::BoostEndWaiting, out);
+        if matches!(
+            managed.hold,
+            Hold::Boosted {
+                ends_on_wait: true,
+                ..
+            }
+        ) {
+            self.end_boost(task, Reason::BoostEndWaiting, out);
+        }
     }
 
     fn data_received(&mut self, task: TaskId, out: &mut Vec<Action>) {
@@ -300,7 +314,11 @@ impl DynamicCoscheduler {
             |m| matches!(m.hold, Hold::Boosted { until: Some(until), .. } if until <= now),
         );
         for task in expired {
+            let job = self.tasks.get(&task).map(|m| m.job);
             self.end_hold(task, Reason::BoostExpired, out);
+            if let Some(job) = job {
+                self.hand_off(job, out);
+            }
         }
         if let Some(rule) = self.rules.periodic
             && self.next_period_at.is_none_or(|due| now >= due)
@@ -394,6 +412,7 @@ impl LocalPolicy for DynamicCoscheduler {
             self.forgotten_boosts.push(managed.job);
         }
         self.ring.retain(|&t| t != task);
+        self.demand_waiting.remove(&task);
         self.cpus.remove(task);
         self.levels.forget(task);
     }
@@ -404,6 +423,7 @@ impl LocalPolicy for DynamicCoscheduler {
         }
         self.budget.clear();
         self.forgotten_boosts.clear();
+        self.demand_waiting.clear();
         self.levels.release_all(out);
     }
 

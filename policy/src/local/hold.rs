@@ -14,6 +14,10 @@ pub(crate) struct BoostRule {
     pub prio: u8,
     /// `None`: ended by the next periodic decision instead of a timer.
     pub max_ns: Option<u64>,
+    /// The boost ends when the task starts waiting again.
+    pub ends_on_wait: bool,
+    /// When the boost runs out, hand it to a task with a waiting message.
+    pub handoff: bool,
 }
 
 /// What put a boost on a task.
@@ -39,6 +43,7 @@ pub(crate) enum Hold {
         source: BoostSource,
         prio: u8,
         until: Option<u64>,
+        ends_on_wait: bool,
     },
 }
 

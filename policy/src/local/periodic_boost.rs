@@ -170,6 +170,10 @@ impl DynamicCoscheduler {
         let boost = BoostRule {
             prio: rule.prio,
             max_ns: None,
+            // Lasts until the next periodic decision, or until the task has
+            // done its work and waits again.
+            ends_on_wait: true,
+            handoff: false,
         };
         for task in chosen {
             if !self.is_boosted(task) {

@@ -154,6 +154,9 @@ impl SpinWaitRule {
             wake_boost: params.wake_boost.then(|| BoostRule {
                 prio: params.wake_boost_prio,
                 max_ns: Some(us_to_ns(params.wake_boost_us)),
+                // A woken task keeps its boost only until it waits again.
+                ends_on_wait: true,
+                handoff: false,
             }),
         }
     }

@@ -54,9 +54,74 @@ fn boost_ends_after_max_duration() {
     );
 }
 
+/// DCS with per-message boosts (`end_on_wait`).
+fn per_message_dcs() -> Harness {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.end_on_wait = true;
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, ms(1));
+    h.run(T2, 0, ms(1));
+    h
+}
+
+#[test]
+fn boosted_task_keeps_its_quantum_across_short_waits() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    h.spin(T1, ms(2) + us(300));
+    assert_eq!(h.level(T1), BOOST10, "its peer answers within microseconds");
+    h.arrive(T1, ms(2) + us(310), true);
+    h.receive(T1, ms(2) + us(320));
+    assert_eq!(h.level(T1), BOOST10);
+}
+
+#[test]
+fn arrival_for_other_job_displaces_boosted_spinner() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    // T1's peers stopped running: it spins with nothing to do, and T2's
+    // peer sends: T2's job is the one running elsewhere now.
+    h.spin(T1, ms(2) + us(40));
+    h.arrive(T2, ms(2) + us(60), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(60), Level::Normal, Reason::Displaced))
+    );
+    assert_eq!(h.level(T2), BOOST10);
+}
+
+#[test]
+fn arrival_while_boosted_task_computes_waits_for_the_quantum_then_hands_off() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    // T1 computes; a message for T2 must not take the CPU mid-quantum.
+    h.arrive(T2, ms(3), false);
+    assert_eq!(h.level(T2), Level::Normal);
+    assert_eq!(h.level(T1), BOOST10);
+    // Quantum over: the boost goes to T2 at once.
+    h.advance_to(ms(7));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(7), Level::Normal, Reason::BoostExpired))
+    );
+    assert_eq!(h.last(T2), Some((ms(7), BOOST10, Reason::Handoff)));
+}
+
 #[test]
 fn boost_ends_when_task_consumed_message_and_waits_again() {
-    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    let mut h = per_message_dcs();
     h.arrive(T1, ms(2), false);
     h.preempt(T2, ms(2) + us(5));
     h.run(T1, 0, ms(2) + us(5));
