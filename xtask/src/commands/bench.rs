@@ -1,10 +1,13 @@
-//! `cargo xtask bench overhead|...`.
+//! `cargo xtask bench overhead|local`.
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use xtask::{
-    bench::overhead,
+    bench::{
+        local::{self, LocalOptions, workloads::Workload},
+        overhead,
+    },
     cargo_build::{self, Profile},
     progress::say,
     setup,
@@ -32,6 +35,70 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Every local policy against plain Linux: per workload and MPL, each
+    /// job's slowdown vs its dedicated run, spinning, boosts, reaction
+    /// latency, seed-000 metrics and agent CPU (medians over repetitions).
+    Local(LocalArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LocalArgs {
+    /// Nodes of the cluster; every job has one rank on each.
+    #[arg(long, default_value_t = 2)]
+    nodes: usize,
+    /// Multiprogramming levels (jobs per node), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3])]
+    mpl: Vec<u32>,
+    /// Repetitions per cell; each number is their median.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Measured seconds of each run.
+    #[arg(long, default_value_t = 2.0)]
+    duration: f64,
+    /// Policies, comma-separated [default: local,dcs,sb,sy,pb,pb-sb,dcs-sb,fcs].
+    #[arg(long, value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Workloads, comma-separated [default: all].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    workloads: Vec<Workload>,
+    /// Write the rows as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write a bar chart of slowdown by policy and workload here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Smoke run: 1 repetition of 1 s, MPL 2 only (overrides those flags).
+    #[arg(long)]
+    quick: bool,
+    /// Use the binaries already in target/release instead of building.
+    #[arg(long)]
+    no_build: bool,
+}
+
+impl LocalArgs {
+    fn options(self) -> LocalOptions {
+        let defaults = LocalOptions::default();
+        let options = LocalOptions {
+            nodes: self.nodes,
+            mpls: self.mpl,
+            reps: self.reps,
+            duration_s: self.duration,
+            policies: if self.policies.is_empty() {
+                defaults.policies
+            } else {
+                self.policies
+            },
+            workloads: if self.workloads.is_empty() {
+                defaults.workloads
+            } else {
+                self.workloads
+            },
+            json: self.json,
+            svg: self.svg,
+            build: !self.no_build,
+        };
+        if self.quick { options.quick() } else { options }
+    }
 }
 
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
@@ -64,6 +131,24 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&r)?)
                     .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        BenchCommand::Local(args) => {
+            let report = local::run(workspace, &args.options())?;
+            let failed = report.failed_rows();
+            if report.interrupted {
+                say("bench", "interrupted: the rows above are what was measured");
+                return Ok(ExitCode::from(130));
+            }
+            if failed > 0 {
+                say(
+                    "bench",
+                    format!(
+                        "{failed} of {} rows failed (marked error)",
+                        report.rows.len()
+                    ),
+                );
+                return Ok(ExitCode::FAILURE);
             }
         }
     }

@@ -166,7 +166,10 @@ mod tests {
         assert_eq!(m.loss_of_cpu, 0.25); // 0.8 / 3.2
         assert_eq!((m.boosts, m.context_switches), (12.0, 40.0));
         assert_eq!(m.agent_cpu_percent, 1.5);
-        assert!(m.reaction_latency_p50_us.is_nan(), "no samples -> undefined");
+        assert!(
+            m.reaction_latency_p50_us.is_nan(),
+            "no samples -> undefined"
+        );
     }
 
     #[test]
@@ -178,7 +181,10 @@ mod tests {
             ..outcome()
         };
         let m = RunMetrics::of(&o, 0.0);
-        assert_eq!((m.reaction_latency_p50_us, m.reaction_latency_p99_us), (8.0, 30.0));
+        assert_eq!(
+            (m.reaction_latency_p50_us, m.reaction_latency_p99_us),
+            (8.0, 30.0)
+        );
     }
 
     #[test]

@@ -114,7 +114,10 @@ mod tests {
             with_policy("node = \"n0\"\n[ebpf]\na = 1\n", "sb"),
             "node = \"n0\"\npolicy = \"sb\"\n[ebpf]\na = 1\n"
         );
-        assert_eq!(with_policy("node = \"n0\"", "sb"), "node = \"n0\"\npolicy = \"sb\"\n");
+        assert_eq!(
+            with_policy("node = \"n0\"", "sb"),
+            "node = \"n0\"\npolicy = \"sb\"\n"
+        );
     }
 
     #[test]

@@ -118,6 +118,12 @@ fn num(v: f64, decimals: usize) -> String {
     }
 }
 
+/// `text` on one line (whitespace runs, newlines included, become one
+/// space): agent errors quote TOML snippets over several lines.
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The stdout table, one line per row; an error row ends with its reason.
 pub fn table(rows: &[Row]) -> String {
     let mut out = format!(
@@ -159,7 +165,7 @@ pub fn table(rows: &[Row]) -> String {
             num(r.agent_cpu_percent, 2),
         );
         if let Some(e) = &r.error {
-            let _ = write!(out, "  error: {e}");
+            let _ = write!(out, "  error: {}", one_line(e));
         }
         out.push('\n');
     }
@@ -255,7 +261,21 @@ mod tests {
         assert_eq!(json["error"], "switching to sb: the agent refused");
         assert!(json["slowdown"].is_null());
         let text = table(&[row]);
-        assert!(text.contains("error: switching to sb: the agent refused"), "{text}");
+        assert!(
+            text.contains("error: switching to sb: the agent refused"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn multi_line_errors_stay_on_their_row() {
+        let e = anyhow::anyhow!("parse error\n  |\n4 | policy = \"x\"\n");
+        let text = table(&[Row::error(key("x", "j"), &e, 0)]);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(
+            text.contains("error: parse error | 4 | policy = \"x\""),
+            "{text}"
+        );
     }
 
     #[test]
@@ -270,6 +290,10 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
         assert!(lines[0].starts_with("workload"));
-        assert!(lines[1].contains("4.43") && lines[1].contains("50.0"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("4.43") && lines[1].contains("50.0"),
+            "{}",
+            lines[1]
+        );
     }
 }

@@ -2,10 +2,13 @@
 //! (groups), one panel per MPL, with the ideal slowdown (= MPL: each of MPL
 //! jobs gets 1/MPL of every CPU and loses nothing else) as a dashed line.
 //! Written by hand: a few dozen elements do not need a plotting crate.
-//! A bar is the mean slowdown of its cell's jobs; failed cells have no bar.
+//! A bar is the geometric mean slowdown of its cell's jobs (as in the
+//! summary); failed cells have no bar. The axis stops at 4 × the ideal so
+//! one pathological policy does not flatten all the others: taller bars are
+//! cut at the top and labelled with their value.
 use std::fmt::Write as _;
 
-use super::rows::Row;
+use super::{metrics::geometric_mean, rows::Row};
 
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 90.0;
@@ -14,8 +17,14 @@ const PANEL_H: f64 = 320.0;
 const PLOT_TOP: f64 = 34.0;
 const PLOT_H: f64 = 220.0;
 const BAR_W: f64 = 14.0;
+/// A group is at least this wide, so workload names never overlap.
+const MIN_GROUP_W: f64 = 90.0;
 const GROUP_GAP: f64 = 30.0;
+/// Wide enough for the title.
+const MIN_WIDTH: f64 = 640.0;
 const LEGEND_ITEM_W: f64 = 90.0;
+/// The axis ends at most at this multiple of the ideal slowdown.
+const AXIS_CAP_TIMES_IDEAL: f64 = 4.0;
 const COLOURS: [&str; 8] = [
     "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
 ];
@@ -45,8 +54,12 @@ impl Chart {
         chart
     }
 
-    fn group_w(&self) -> f64 {
+    fn bars_w(&self) -> f64 {
         self.policies.len() as f64 * BAR_W
+    }
+
+    fn group_w(&self) -> f64 {
+        self.bars_w().max(MIN_GROUP_W)
     }
 
     fn plot_w(&self) -> f64 {
@@ -56,7 +69,7 @@ impl Chart {
 
     fn width(&self) -> f64 {
         let legend = self.policies.len() as f64 * LEGEND_ITEM_W;
-        LEFT + self.plot_w().max(legend) + RIGHT
+        (LEFT + self.plot_w().max(legend) + RIGHT).max(MIN_WIDTH)
     }
 }
 
@@ -66,15 +79,16 @@ fn push_new(list: &mut Vec<String>, item: &str) {
     }
 }
 
-/// Mean slowdown of the successful rows of one cell; `None` without any.
+/// Geometric mean slowdown of the successful rows of one cell; `None`
+/// without any.
 fn cell_value(rows: &[Row], workload: &str, policy: &str, mpl: u32) -> Option<f64> {
-    let v: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.workload == workload && r.policy == policy && r.mpl == mpl)
-        .filter(|r| r.is_ok() && r.slowdown.is_finite())
-        .map(|r| r.slowdown)
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    let v = geometric_mean(
+        rows.iter()
+            .filter(|r| r.workload == workload && r.policy == policy && r.mpl == mpl)
+            .filter(|r| r.is_ok())
+            .map(|r| r.slowdown),
+    );
+    v.is_finite().then_some(v)
 }
 
 /// The smallest of 1, 2, 5 × 10^k that is at least `raw`.
@@ -145,10 +159,15 @@ fn panel(svg: &mut String, chart: &Chart, rows: &[Row], mpl: u32, y0: f64) {
                 .filter_map(move |p| cell_value(rows, w, p, mpl))
         })
         .collect();
-    let peak = values.iter().copied().fold(f64::from(mpl), f64::max);
+    let ideal = f64::from(mpl);
+    let peak = values
+        .iter()
+        .copied()
+        .fold(ideal, f64::max)
+        .min(ideal * AXIS_CAP_TIMES_IDEAL);
     let step = nice_step(peak * 1.1 / 5.0);
     let y_max = (peak * 1.1 / step).ceil() * step;
-    let y = |v: f64| bottom - v / y_max * PLOT_H;
+    let y = |v: f64| bottom - v.min(y_max) / y_max * PLOT_H;
 
     let _ = writeln!(
         svg,
@@ -192,16 +211,24 @@ fn panel(svg: &mut String, chart: &Chart, rows: &[Row], mpl: u32, y0: f64) {
             let Some(value) = cell_value(rows, w, p, mpl) else {
                 continue;
             };
+            let x = gx + (chart.group_w() - chart.bars_w()) / 2.0 + i as f64 * BAR_W;
             let _ = writeln!(
                 svg,
                 r#"<rect x="{x:.1}" y="{ry:.1}" width="{BAR_W}" height="{h:.1}" fill="{c}"><title>{tw} / {tp} / MPL {mpl}: slowdown {value:.2}</title></rect>"#,
-                x = gx + i as f64 * BAR_W,
                 ry = y(value),
                 h = bottom - y(value),
                 c = COLOURS[i % COLOURS.len()],
                 tw = escape(w),
                 tp = escape(p),
             );
+            if value > y_max {
+                let _ = writeln!(
+                    svg,
+                    r#"<text x="{cx:.1}" y="{ty:.1}" text-anchor="middle" font-size="10">{value:.0}</text>"#,
+                    cx = x + BAR_W / 2.0,
+                    ty = top - 4.0,
+                );
+            }
         }
     }
     // The ideal: MPL jobs sharing perfectly.
@@ -242,7 +269,11 @@ mod tests {
                 continue;
             }
             if let Some(name) = tag.strip_prefix('/') {
-                assert_eq!(stack.pop().as_deref(), Some(name.trim()), "mismatched </{name}>");
+                assert_eq!(
+                    stack.pop().as_deref(),
+                    Some(name.trim()),
+                    "mismatched </{name}>"
+                );
                 continue;
             }
             let name = tag.split_whitespace().next().unwrap().trim_end_matches('/');
@@ -277,11 +308,18 @@ mod tests {
         // MPL 2: fine-spin/local, fine-spin/dcs, mix/local (mix/sb failed);
         // MPL 3: fine-spin/local.
         assert_eq!(names.iter().filter(|n| *n == "rect").count(), 4);
-        assert_eq!(svg.matches("stroke-dasharray").count(), 2, "one ideal line per panel");
+        assert_eq!(
+            svg.matches("stroke-dasharray").count(),
+            2,
+            "one ideal line per panel"
+        );
         assert!(svg.contains("ideal = 2") && svg.contains("ideal = 3"));
         assert!(svg.contains("MPL 2") && svg.contains("MPL 3"));
         assert!(svg.contains(">slowdown</text>") && svg.contains(">workload</text>"));
-        assert!(svg.contains("slowdown 4.50"), "bar is the mean of the cell's jobs");
+        assert!(
+            svg.contains("slowdown 4.50"),
+            "bar is the geometric mean of the cell's jobs"
+        );
     }
 
     #[test]
@@ -299,6 +337,21 @@ mod tests {
         check_balanced(&svg);
         assert!(svg.contains("a&lt;b") && svg.contains("p&amp;q"));
         check_balanced(&slowdown_chart(&[]));
+    }
+
+    #[test]
+    fn a_pathological_bar_is_cut_and_labelled_not_scaling_the_axis() {
+        let rows = vec![
+            sample_row("fine-spin", "local", 2, "j", 3.0),
+            sample_row("fine-spin", "dcs", 2, "j", 600.0),
+        ];
+        let svg = slowdown_chart(&rows);
+        check_balanced(&svg);
+        assert!(svg.contains(">600</text>"), "value of the cut bar");
+        assert!(
+            svg.contains(">10</text>") && !svg.contains(">100</text>"),
+            "{svg}"
+        );
     }
 
     #[test]

@@ -196,7 +196,10 @@ mod tests {
              --io-every 1 --duration 1.5"
         );
         let blocking = JobType::Blocking.synth_args(2.0).join(" ");
-        assert!(blocking.contains("--recv block --compute-us 20"), "{blocking}");
+        assert!(
+            blocking.contains("--recv block --compute-us 20"),
+            "{blocking}"
+        );
     }
 
     #[test]

@@ -1,0 +1,221 @@
+//! The bench's loop over cells (workload × MPL × policy). For each workload
+//! and MPL: first the dedicated baseline of each of its job types (alone on
+//! the cluster under plain Linux; measured once per bench and reused), then
+//! for each policy: switch every agent, run the cell's jobs together `reps`
+//! times, and turn the medians into rows. A failing cell becomes error rows
+//! and the loop goes on; Ctrl-C stops it between runs.
+use std::collections::BTreeMap;
+
+use anyhow::{Context as _, anyhow, bail};
+
+use super::{
+    interrupt::interrupted,
+    metrics::RunMetrics,
+    policies::{self, BASELINE},
+    rows::{Row, RowKey, one_line},
+    runner::{Allocator, run_once},
+    workloads::{JobSlot, JobType, Workload},
+};
+use crate::{cluster::Cluster, progress::say};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Matrix {
+    pub workloads: Vec<Workload>,
+    pub mpls: Vec<u32>,
+    pub policies: Vec<String>,
+    pub reps: usize,
+    pub duration_s: f64,
+}
+
+/// The rows, and whether Ctrl-C cut the bench short.
+#[derive(Debug)]
+pub struct Measured {
+    pub rows: Vec<Row>,
+    pub interrupted: bool,
+}
+
+/// Dedicated medians per job type, or why they could not be measured (kept
+/// as text: the error is reported again in every row that needed it).
+type Baselines = BTreeMap<JobType, Result<RunMetrics, String>>;
+
+/// Runs every cell of `m`; never fails as a whole (failures are rows).
+pub fn run(cluster: &Cluster, synth: &str, m: &Matrix) -> Measured {
+    let mut ids = Allocator::default();
+    let mut baselines = Baselines::new();
+    let mut rows = Vec::new();
+    for &workload in &m.workloads {
+        for &mpl in &m.mpls {
+            let slots = workload.slots(mpl);
+            for slot in &slots {
+                if interrupted() {
+                    return Measured {
+                        rows,
+                        interrupted: true,
+                    };
+                }
+                baselines.entry(slot.kind).or_insert_with(|| {
+                    let measured = dedicated(cluster, synth, slot.kind, m, &mut ids)
+                        .map_err(|e| format!("{e:#}"));
+                    if let Err(e) = &measured {
+                        say(
+                            "bench",
+                            format!("dedicated {}: {}", slot.kind.as_str(), one_line(e)),
+                        );
+                    }
+                    measured
+                });
+            }
+            for policy in &m.policies {
+                if interrupted() {
+                    return Measured {
+                        rows,
+                        interrupted: true,
+                    };
+                }
+                let cell = Cell {
+                    workload,
+                    mpl,
+                    policy,
+                    slots: &slots,
+                };
+                let cell_rows = cell.run(cluster, synth, m, &baselines, &mut ids);
+                say("bench", cell.describe_result(&cell_rows));
+                rows.extend(cell_rows);
+            }
+        }
+    }
+    Measured {
+        rows,
+        interrupted: interrupted(),
+    }
+}
+
+/// The median of `reps` runs of one job type alone under plain Linux.
+fn dedicated(
+    cluster: &Cluster,
+    synth: &str,
+    kind: JobType,
+    m: &Matrix,
+    ids: &mut Allocator,
+) -> anyhow::Result<RunMetrics> {
+    policies::switch_all(cluster, BASELINE).context("the dedicated runs need plain Linux")?;
+    let slot = [JobSlot {
+        label: format!("{}-dedicated", kind.as_str()),
+        kind,
+    }];
+    let mut runs = Vec::new();
+    for rep in 1..=m.reps {
+        if interrupted() {
+            bail!("interrupted");
+        }
+        say(
+            "bench",
+            format!("dedicated {}: rep {rep}/{}", kind.as_str(), m.reps),
+        );
+        let r = run_once(cluster, synth, &slot, m.duration_s, ids)
+            .with_context(|| format!("dedicated {} rep {rep}/{}", kind.as_str(), m.reps))?;
+        runs.push(RunMetrics::of(&r.jobs[0], r.agent_cpu_percent));
+    }
+    Ok(RunMetrics::median(&runs))
+}
+
+/// One (workload, MPL, policy).
+struct Cell<'a> {
+    workload: Workload,
+    mpl: u32,
+    policy: &'a str,
+    slots: &'a [JobSlot],
+}
+
+impl Cell<'_> {
+    fn key(&self, slot: &JobSlot) -> RowKey {
+        RowKey {
+            workload: self.workload.as_str().into(),
+            policy: self.policy.into(),
+            mpl: self.mpl,
+            job: slot.label.clone(),
+        }
+    }
+
+    fn name(&self) -> String {
+        format!(
+            "{} MPL {} {}",
+            self.workload.as_str(),
+            self.mpl,
+            self.policy
+        )
+    }
+
+    fn error_rows(&self, e: &anyhow::Error, reps: usize) -> Vec<Row> {
+        self.slots
+            .iter()
+            .map(|s| Row::error(self.key(s), e, reps))
+            .collect()
+    }
+
+    fn run(
+        &self,
+        cluster: &Cluster,
+        synth: &str,
+        m: &Matrix,
+        baselines: &Baselines,
+        ids: &mut Allocator,
+    ) -> Vec<Row> {
+        let mut dedicated = Vec::new();
+        for slot in self.slots {
+            match baselines.get(&slot.kind) {
+                Some(Ok(d)) => dedicated.push(*d),
+                Some(Err(e)) => {
+                    let e = anyhow!("{e}")
+                        .context(format!("no dedicated baseline for {}", slot.kind.as_str()));
+                    return self.error_rows(&e, 0);
+                }
+                None => return self.error_rows(&anyhow!("no dedicated baseline"), 0),
+            }
+        }
+        if let Err(e) = policies::switch_all(cluster, self.policy) {
+            return self.error_rows(&e, 0);
+        }
+        let mut runs: Vec<Vec<RunMetrics>> = vec![Vec::new(); self.slots.len()];
+        for rep in 1..=m.reps {
+            if interrupted() {
+                return self.error_rows(&anyhow!("interrupted"), rep - 1);
+            }
+            say("bench", format!("{}: rep {rep}/{}", self.name(), m.reps));
+            match run_once(cluster, synth, self.slots, m.duration_s, ids) {
+                Ok(r) => {
+                    for (per_job, job) in runs.iter_mut().zip(&r.jobs) {
+                        per_job.push(RunMetrics::of(job, r.agent_cpu_percent));
+                    }
+                }
+                Err(e) => {
+                    let e = e.context(format!("{} rep {rep}/{}", self.name(), m.reps));
+                    return self.error_rows(&e, rep - 1);
+                }
+            }
+        }
+        self.slots
+            .iter()
+            .zip(&runs)
+            .zip(&dedicated)
+            .map(|((slot, per_job), d)| {
+                Row::ok(self.key(slot), &RunMetrics::median(per_job), d, m.reps)
+            })
+            .collect()
+    }
+
+    /// A progress line: the cell's slowdowns, or its error.
+    fn describe_result(&self, rows: &[Row]) -> String {
+        match rows.iter().find_map(|r| r.error.as_deref()) {
+            Some(e) => format!("{}: error: {}", self.name(), one_line(e)),
+            None => {
+                let s: Vec<String> = rows
+                    .iter()
+                    .map(|r| format!("{} {:.2}", r.job, r.slowdown))
+                    .collect();
+                format!("{}: slowdown {}", self.name(), s.join(", "))
+            }
+        }
+    }
+}
