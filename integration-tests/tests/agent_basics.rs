@@ -104,6 +104,49 @@ fn bad_config_reload_is_rolled_back_and_good_one_applied() {
     assert!(accepted);
 }
 
+/// Scheduling policy and priority of a thread (the agent's event loop is its
+/// main thread).
+fn policy_of(pid: u32) -> (i32, i32) {
+    let s = cosched_integration_tests::proc::sched_of(pid).unwrap();
+    (s.policy, s.priority)
+}
+
+#[test]
+fn switching_policy_by_reload_changes_the_agents_own_priority() {
+    require_root();
+    let agent = TestAgent::start(AgentOpts::default());
+    assert_eq!(
+        policy_of(agent.pid()),
+        (libc::SCHED_OTHER, 0),
+        "plain Linux: the agent is an ordinary task"
+    );
+    let good = std::fs::read_to_string(&agent.config_path).unwrap();
+    std::fs::write(
+        &agent.config_path,
+        good.replace("node = \"t\"", "node = \"t\"\npolicy = \"dcs\""),
+    )
+    .unwrap();
+    match agent.call(Request::Reload).unwrap() {
+        Reply::Reloaded { outcome } => assert!(outcome.accepted, "{}", outcome.message),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(
+        policy_of(agent.pid()),
+        (libc::SCHED_FIFO, 50),
+        "a policy that acts runs the agent above its boosts"
+    );
+    match agent.call(Request::Status).unwrap() {
+        Reply::Status { status } => assert_eq!(status.policy, "dcs"),
+        r => panic!("{r:?}"),
+    }
+    std::fs::write(&agent.config_path, &good).unwrap();
+    assert!(matches!(
+        agent.call(Request::Reload).unwrap(),
+        Reply::Reloaded { .. }
+    ));
+    assert_eq!(policy_of(agent.pid()), (libc::SCHED_OTHER, 0));
+}
+
 #[test]
 fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
     require_root();
