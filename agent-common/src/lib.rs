@@ -91,9 +91,11 @@ pub struct TaskStats {
     /// Time spent spinning: between consecutive empty receives, and from the
     /// last empty receive to the receive that found data or to switch-out.
     pub spin_ns: u64,
-    /// Time of the latest empty receive of the current spin episode, 0 if not spinning.
+    /// Time of the latest empty receive while on CPU, 0 if not spinning or
+    /// preempted mid-episode (the spin clock only runs on CPU).
     pub spin_last_ns: u64,
-    /// Start of the current spin episode (first empty receive), 0 if not spinning.
+    /// Start of the current spin episode (first empty receive), 0 if not
+    /// waiting. Kept across preemptions; ended by data or by blocking.
     pub spin_episode_start_ns: u64,
     /// Bytes received by successful receives.
     pub bytes_received: u64,
@@ -121,7 +123,10 @@ pub struct CpuSlot {
     pub job_id: u32,
     /// 1 if the running task is managed.
     pub managed: u32,
-    pub _pad: u32,
+    /// The task that ran before it. When the agent itself holds the CPU
+    /// (reacting to an event), this is the task it preempted and that runs
+    /// again as soon as the agent sleeps.
+    pub prev_tid: u32,
     /// When it started running.
     pub since_ns: u64,
 }

@@ -92,15 +92,22 @@ fn settings() -> Settings {
     SETTINGS.get(0).copied().unwrap_or_default()
 }
 
-/// Ends the current spin episode of `t` at `now`, crediting the time since the
-/// last empty receive.
+/// Credits the spin time since the last empty receive and stops the clock
+/// (the task left the CPU: time off CPU is not spinning).
 #[inline(always)]
-fn end_spin(t: &mut TaskStats, now: u64) {
+fn pause_spin(t: &mut TaskStats, now: u64) {
     if t.spin_last_ns != 0 {
         t.spin_ns += now.saturating_sub(t.spin_last_ns);
         t.spin_last_ns = 0;
-        t.spin_episode_start_ns = 0;
     }
+}
+
+/// Ends the current spin episode of `t` at `now` (data arrived, or the task
+/// blocked).
+#[inline(always)]
+fn end_spin(t: &mut TaskStats, now: u64) {
+    pause_spin(t, now);
+    t.spin_episode_start_ns = 0;
 }
 
 #[inline(always)]
@@ -172,11 +179,13 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         if prev_state == 0 || prev_state & layout::PREV_STATE_PREEMPTED != 0 {
             t.switches_out_preempted += 1;
             t.last_out_preempted = 1;
+            // A preempted spinner resumes spinning: the episode goes on.
+            pause_spin(t, now);
         } else {
             t.switches_out_voluntary += 1;
             t.last_out_preempted = 0;
+            end_spin(t, now);
         }
-        end_spin(t, now);
         // The tracepoint runs in prev's context: fill in the thread group of
         // tasks added by fork, whose tgid the fork record does not carry.
         if t.tgid == 0 {
@@ -186,6 +195,7 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 
     let mut slot = CpuSlot {
         tid: next as u32,
+        prev_tid: prev as u32,
         since_ns: now,
         ..CpuSlot::default()
     };
@@ -279,7 +289,8 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
         t.recv_empty += 1;
         if t.spin_last_ns != 0 {
             t.spin_ns += now.saturating_sub(t.spin_last_ns);
-        } else {
+        } else if t.spin_episode_start_ns == 0 {
+            // A new episode (not one resumed after a preemption).
             t.spin_episode_start_ns = now;
             if settings().wake_on_spin_start != 0 || watched(tid, watch_flags::SPIN_START) {
                 let ev = Event {
@@ -358,7 +369,7 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     if on_cpu {
         flags |= event_flags::TASK_ON_CPU;
     }
-    if t.spin_last_ns != 0 {
+    if t.spin_episode_start_ns != 0 {
         flags |= event_flags::TASK_SPINNING;
     }
     let ev = Event {

@@ -368,17 +368,31 @@ impl<K: Kernel> Engine<K> {
     /// CPUs (spinning or computing right now), so that an arrival for another
     /// task is judged against what the CPU holder is doing at this instant.
     fn observe_cpu_holders(&mut self) {
-        let Ok(slots) = self.k.cpu_slots(&self.node_cpus()) else {
-            return;
-        };
-        for (_, slot) in slots {
-            if slot.managed == 0 || self.reg.task(slot.tid).is_none() {
-                continue;
-            }
-            if let Ok(Some(s)) = self.k.task_stat(slot.tid) {
-                self.driver.observe(slot.tid, &s);
+        for (_, tid) in self.cpu_holders() {
+            if let Ok(Some(mut s)) = self.k.task_stat(tid) {
+                s.on_cpu = 1;
+                self.driver.observe(tid, &s);
             }
         }
+    }
+
+    /// The managed task each node CPU runs, looking through the agent itself:
+    /// when the agent holds a CPU (it is the one looking), the task it
+    /// preempted is the one that holds it for scheduling purposes.
+    fn cpu_holders(&self) -> Vec<(u32, u32)> {
+        let me = self.k.own_tid();
+        let slots = self.k.cpu_slots(&self.node_cpus()).unwrap_or_default();
+        slots
+            .into_iter()
+            .filter_map(|(cpu, slot)| {
+                let tid = if slot.tid == me {
+                    slot.prev_tid
+                } else {
+                    slot.tid
+                };
+                self.reg.task(tid).map(|_| (cpu, tid))
+            })
+            .collect()
     }
 
     /// When the policy next needs [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
@@ -397,12 +411,18 @@ impl<K: Kernel> Engine<K> {
             tracing::warn!("reading task counters: {e}");
             Vec::new()
         });
-        let live: Vec<_> = stats
+        let holders = self.cpu_holders();
+        let mut live: Vec<_> = stats
             .into_iter()
             .filter(|(t, s)| s.exited_ns == 0 && self.reg.task(*t).is_some())
             .collect();
-        let cpus = self.k.cpu_slots(&self.node_cpus()).unwrap_or_default();
-        self.driver.tick(now, &live, &cpus);
+        // A task the agent preempted to look is still the CPU's holder.
+        for (tid, s) in &mut live {
+            if holders.iter().any(|(_, h)| h == tid) {
+                s.on_cpu = 1;
+            }
+        }
+        self.driver.tick(now, &live, &holders);
         self.apply_policy_actions(None);
     }
 

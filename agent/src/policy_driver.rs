@@ -8,7 +8,7 @@
 //! own timestamps, so no per-context-switch event ever crosses to userspace.
 use std::collections::HashMap;
 
-use cosched_agent_common::{CpuSlot, TaskStats};
+use cosched_agent_common::TaskStats;
 use cosched_policy::local::{
     Action, CpuSnapshot, Event, JobId, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
     SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
@@ -31,9 +31,9 @@ impl std::fmt::Debug for PolicyDriver {
     }
 }
 
-/// Is the task in a spin episode, and since when.
+/// Is the task in a spin episode (also while preempted in it), and since when.
 fn spinning_since(s: &TaskStats) -> Option<u64> {
-    (s.spin_last_ns != 0 && s.spin_episode_start_ns != 0).then_some(s.spin_episode_start_ns)
+    (s.spin_episode_start_ns != 0).then_some(s.spin_episode_start_ns)
 }
 
 /// What changed for one task between two counter snapshots, as policy events
@@ -183,7 +183,8 @@ impl PolicyDriver {
     }
 
     /// Derives events from the counters of the managed tasks, then ticks.
-    pub fn tick(&mut self, now: u64, stats: &[(u32, TaskStats)], cpus: &[(u32, CpuSlot)]) {
+    /// `holders`: (cpu, managed task holding it).
+    pub fn tick(&mut self, now: u64, stats: &[(u32, TaskStats)], holders: &[(u32, u32)]) {
         self.last_tick = now;
         let mut events = Vec::new();
         for (tid, s) in stats {
@@ -196,11 +197,11 @@ impl PolicyDriver {
         }
         let snapshot = self.policy.uses_snapshots().then(|| NodeSnapshot {
             tasks: stats.iter().map(|(t, s)| task_snapshot(*t, s)).collect(),
-            cpus: cpus
+            cpus: holders
                 .iter()
-                .map(|(c, slot)| CpuSnapshot {
-                    cpu: *c,
-                    running: (slot.managed != 0).then_some(TaskId(slot.tid)),
+                .map(|&(cpu, tid)| CpuSnapshot {
+                    cpu,
+                    running: Some(TaskId(tid)),
                 })
                 .collect(),
         });

@@ -36,6 +36,8 @@ pub struct FakeKernel {
     pub calls: Vec<Call>,
     /// What `now_ns` returns.
     pub now: u64,
+    /// What `own_tid` returns.
+    pub agent_tid: u32,
     /// Per-task watch flags set by the agent.
     pub watched: BTreeMap<u32, u32>,
     /// tids whose set_attr fails with EPERM (to test error paths).
@@ -116,6 +118,10 @@ impl TaskControl for FakeKernel {
 impl Kernel for FakeKernel {
     fn now_ns(&self) -> u64 {
         self.now
+    }
+
+    fn own_tid(&self) -> u32 {
+        self.agent_tid
     }
 
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {

@@ -152,6 +152,11 @@ impl Kernel for Linux {
         crate::daemon::monotonic_ns()
     }
 
+    fn own_tid(&self) -> u32 {
+        // SAFETY: plain syscall.
+        unsafe { libc::gettid() as u32 }
+    }
+
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         proc_threads(pid)
     }

@@ -49,6 +49,9 @@ pub trait TaskControl {
 pub trait Kernel: TaskControl {
     /// CLOCK_MONOTONIC in ns (the clock of the eBPF timestamps).
     fn now_ns(&self) -> u64;
+    /// The thread the agent's engine runs on (it shows up as the CPU holder
+    /// whenever the agent looks).
+    fn own_tid(&self) -> u32;
 
     // --- task identity -----------------------------------------------------
     /// Threads of a process.

@@ -56,8 +56,7 @@ pub enum Reason {
     /// DCS: a message arrived for another job's task while this boosted task
     /// spun with nothing to do; the other task takes the CPU.
     Displaced,
-    /// DCS: a quantum ended and the boost went to a task whose message waits.
-    Handoff,
+
     /// A boosted task blocked or slept.
     BoostEndBlocked,
     /// A boost reached its maximum duration.
@@ -95,7 +94,6 @@ impl Reason {
             Reason::PeriodicBoost => "periodic-boost",
             Reason::BoostEndWaiting => "boost-end-waiting",
             Reason::Displaced => "displaced",
-            Reason::Handoff => "handoff",
             Reason::BoostEndBlocked => "boost-end-blocked",
             Reason::BoostExpired => "boost-expired",
             Reason::BudgetExhausted => "budget-exhausted",

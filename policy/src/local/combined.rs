@@ -62,10 +62,6 @@ pub struct DynamicCoscheduler {
     /// time, so their boost is charged until the next event (never less than
     /// it really lasted).
     pub(crate) forgotten_boosts: Vec<JobId>,
-    /// DCS: tasks whose message arrived while a boosted task was busy on their
-    /// CPU; they get the CPU when that quantum ends.
-    /// Maps the task to when its message arrived.
-    pub(crate) demand_waiting: BTreeMap<TaskId, u64>,
 }
 
 impl DynamicCoscheduler {
@@ -81,7 +77,6 @@ impl DynamicCoscheduler {
             levels: LevelBook::default(),
             next_period_at: None,
             forgotten_boosts: Vec::new(),
-            demand_waiting: BTreeMap::new(),
         }
     }
 
@@ -314,11 +309,7 @@ impl DynamicCoscheduler {
             |m| matches!(m.hold, Hold::Boosted { until: Some(until), .. } if until <= now),
         );
         for task in expired {
-            let job = self.tasks.get(&task).map(|m| m.job);
             self.end_hold(task, Reason::BoostExpired, out);
-            if let Some(job) = job {
-                self.hand_off(job, out);
-            }
         }
         if let Some(rule) = self.rules.periodic
             && self.next_period_at.is_none_or(|due| now >= due)
@@ -412,7 +403,6 @@ impl LocalPolicy for DynamicCoscheduler {
             self.forgotten_boosts.push(managed.job);
         }
         self.ring.retain(|&t| t != task);
-        self.demand_waiting.remove(&task);
         self.cpus.remove(task);
         self.levels.forget(task);
     }
@@ -423,7 +413,6 @@ impl LocalPolicy for DynamicCoscheduler {
         }
         self.budget.clear();
         self.forgotten_boosts.clear();
-        self.demand_waiting.clear();
         self.levels.release_all(out);
     }
 

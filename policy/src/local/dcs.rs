@@ -15,22 +15,23 @@
 //!
 //! While its peers run too, a boosted task keeps the CPU across its short
 //! waits: the next message comes within microseconds, so the job runs in
-//! lockstep across nodes for the whole quantum. The boost ends when it runs
-//! out, when the task blocks, when its job's budget runs out, or — the
-//! coscheduling hand-over — when a message arrives for another job's task
-//! while the boosted task spins with nothing to do (its own peers are no
-//! longer running, the other job's are): the other task takes the CPU. When a
-//! quantum ends, the boost is handed to a task whose message is waiting, so
-//! the CPU passes between jobs at once instead of at the next scheduler tick.
-//! `end_on_wait = true` gives the per-message variant (the boost ends as soon
-//! as the task has consumed its message and waits again).
+//! lockstep across nodes for the whole quantum. Boosts share one real-time
+//! priority, so a task boosted while another boosted task computes on its CPU
+//! queues behind it (SCHED_FIFO order) and takes the CPU the moment that
+//! quantum ends: the CPU passes between jobs at once instead of at the next
+//! scheduler tick. A boost ends when it runs out, when the task blocks, when
+//! its job's budget runs out, or — the coscheduling hand-over — when a message
+//! arrives for another job's task while the boosted task spins with nothing to
+//! do (its own peers are no longer running, the other job's are): the other
+//! task takes the CPU now. `end_on_wait = true` gives the per-message variant
+//! (the boost ends as soon as the task has consumed its message and waits).
 
 use super::action::{Action, Reason};
 use super::combined::{DynamicCoscheduler, Rules};
 use super::config::ConfigError;
 use super::fairness::FairnessParams;
 use super::hold::{BoostRule, BoostSource, Hold};
-use super::ids::{JobId, TaskId, us_to_ns};
+use super::ids::{TaskId, us_to_ns};
 use super::policy::PolicyKind;
 use serde::{Deserialize, Serialize};
 
@@ -47,9 +48,6 @@ pub struct DcsParams {
     /// End a boost as soon as the task waits again (per-message boosts)
     /// instead of at the end of its quantum. Default false.
     pub end_on_wait: bool,
-    /// When a quantum ends, hand the boost to a task with a message waiting.
-    /// Default true.
-    pub handoff: bool,
 }
 
 impl Default for DcsParams {
@@ -58,7 +56,6 @@ impl Default for DcsParams {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: false,
-            handoff: true,
         }
     }
 }
@@ -74,17 +71,11 @@ impl DcsParams {
             prio: self.boost_prio,
             max_ns: Some(us_to_ns(self.max_boost_us)),
             ends_on_wait: self.end_on_wait,
-            handoff: self.handoff,
         }
     }
 }
 
 impl DynamicCoscheduler {
-    fn boost_on_demand(&mut self, task: TaskId, rule: BoostRule, out: &mut Vec<Action>) {
-        self.demand_waiting.remove(&task);
-        self.try_boost(task, BoostSource::Arrival, rule, Reason::ArrivalBoost, out);
-    }
-
     /// The managed task running on the CPU `task` last ran on (or the only
     /// CPU with a managed task, when `task`'s CPU is unknown), and whether it
     /// is spinning with nothing to do.
@@ -97,39 +88,6 @@ impl DynamicCoscheduler {
             .map(|(_, t)| t)?;
         let idle = self.tasks.get(&holder)?.obs.waiting_idle();
         Some((holder, idle))
-    }
-
-    /// A quantum ended on a CPU: give the boost to a task of another job whose
-    /// message is waiting (the oldest demand first), so the CPU changes hands
-    /// now rather than at the next scheduler tick.
-    pub(crate) fn hand_off(&mut self, from_job: JobId, out: &mut Vec<Action>) {
-        let Some(rule) = self.rules.demand.filter(|r| r.handoff) else {
-            return;
-        };
-        // A demand older than one quantum is stale: its task has had a full
-        // quantum of fair sharing to be served since.
-        let quantum = rule.max_ns.unwrap_or(0);
-        let now = self.now;
-        self.demand_waiting
-            .retain(|_, &mut at| now.saturating_sub(at) <= quantum);
-        let mut candidates: Vec<(u64, TaskId)> = self
-            .demand_waiting
-            .iter()
-            .filter(|(t, _)| {
-                self.tasks.get(t).is_some_and(|m| {
-                    m.job != from_job && !m.obs.on_cpu && matches!(m.hold, Hold::Free)
-                })
-            })
-            .map(|(&t, &at)| (at, t))
-            .collect();
-        candidates.sort_unstable();
-        let candidates: Vec<TaskId> = candidates.into_iter().map(|(_, t)| t).collect();
-        for task in candidates {
-            if self.try_boost(task, BoostSource::Arrival, rule, Reason::Handoff, out) {
-                self.demand_waiting.remove(&task);
-                return;
-            }
-        }
     }
 
     /// `dcs`: boost on message arrival, waiting tasks spin.
@@ -154,19 +112,14 @@ impl DynamicCoscheduler {
                 if let Some(rule) = self.rules.demand
                     && !on_cpu
                 {
-                    match self.holder_of_cpu_for(task) {
-                        // The CPU is busy with a boosted task doing useful
-                        // work in its quantum: this demand waits for the
-                        // quantum to end (hand-off) or the holder to wait.
-                        Some((holder, false)) if self.is_boosted(holder) => {
-                            self.demand_waiting.insert(task, self.now);
-                        }
-                        Some((holder, true)) if self.is_boosted(holder) => {
-                            self.end_hold(holder, Reason::Displaced, out);
-                            self.boost_on_demand(task, rule, out);
-                        }
-                        _ => self.boost_on_demand(task, rule, out),
+                    // The holder of the CPU spins for peers that no longer
+                    // run: this task's peer is running, so it takes over.
+                    if let Some((holder, true)) = self.holder_of_cpu_for(task)
+                        && self.is_boosted(holder)
+                    {
+                        self.end_hold(holder, Reason::Displaced, out);
                     }
+                    self.try_boost(task, BoostSource::Arrival, rule, Reason::ArrivalBoost, out);
                 }
             }
             Hold::Boosted { .. } => {}

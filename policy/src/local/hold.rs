@@ -16,8 +16,6 @@ pub(crate) struct BoostRule {
     pub max_ns: Option<u64>,
     /// The boost ends when the task starts waiting again.
     pub ends_on_wait: bool,
-    /// When the boost runs out, hand it to a task with a waiting message.
-    pub handoff: bool,
 }
 
 /// What put a boost on a task.

@@ -173,7 +173,6 @@ impl DynamicCoscheduler {
             // Lasts until the next periodic decision, or until the task has
             // done its work and waits again.
             ends_on_wait: true,
-            handoff: false,
         };
         for task in chosen {
             if !self.is_boosted(task) {

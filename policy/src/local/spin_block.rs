@@ -156,7 +156,6 @@ impl SpinWaitRule {
                 max_ns: Some(us_to_ns(params.wake_boost_us)),
                 // A woken task keeps its boost only until it waits again.
                 ends_on_wait: true,
-                handoff: false,
             }),
         }
     }

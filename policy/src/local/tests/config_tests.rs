@@ -53,7 +53,6 @@ fn documented_defaults() {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: false,
-            handoff: true,
         }
     );
     assert_eq!(PeriodicBoostParams::default().period_us, 1_000);
