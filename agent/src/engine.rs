@@ -406,6 +406,9 @@ impl<K: Kernel> Engine<K> {
         if !self.driver.active() {
             return;
         }
+        // Records the programs queued without waking the agent are taken
+        // first, so the tick decides on everything that happened.
+        self.handle_events(self.k.now_ns());
         let now = self.k.now_ns();
         let stats = self.k.task_stats().unwrap_or_else(|e| {
             tracing::warn!("reading task counters: {e}");

@@ -56,6 +56,8 @@ pub enum Reason {
     /// DCS: a message arrived for another job's task while this boosted task
     /// spun with nothing to do; the other task takes the CPU.
     Displaced,
+    /// DCS: the task's quantum ended; it yields so another job runs at once.
+    QuantumYield,
 
     /// A boosted task blocked or slept.
     BoostEndBlocked,
@@ -94,6 +96,7 @@ impl Reason {
             Reason::PeriodicBoost => "periodic-boost",
             Reason::BoostEndWaiting => "boost-end-waiting",
             Reason::Displaced => "displaced",
+            Reason::QuantumYield => "quantum-yield",
             Reason::BoostEndBlocked => "boost-end-blocked",
             Reason::BoostExpired => "boost-expired",
             Reason::BudgetExhausted => "budget-exhausted",

@@ -62,6 +62,10 @@ pub struct DynamicCoscheduler {
     /// time, so their boost is charged until the next event (never less than
     /// it really lasted).
     pub(crate) forgotten_boosts: Vec<JobId>,
+    /// DCS: how long a task yields when its quantum ends (None: never).
+    pub(crate) dcs_yield_ns: Option<u64>,
+    /// DCS: tasks yielding after their quantum, and until when.
+    pub(crate) yields: BTreeMap<TaskId, u64>,
 }
 
 impl DynamicCoscheduler {
@@ -77,6 +81,8 @@ impl DynamicCoscheduler {
             levels: LevelBook::default(),
             next_period_at: None,
             forgotten_boosts: Vec::new(),
+            dcs_yield_ns: None,
+            yields: BTreeMap::new(),
         }
     }
 
@@ -109,7 +115,9 @@ impl DynamicCoscheduler {
             }),
             ..Rules::default()
         };
-        Self::with_rules(PolicyKind::DcsSb, rules, fairness)
+        let mut policy = Self::with_rules(PolicyKind::DcsSb, rules, fairness);
+        policy.dcs_yield_ns = Some(super::ids::us_to_ns(dcs.yield_after_quantum_us));
+        policy
     }
 
     fn add(&mut self, task: TaskId, job: JobId, out: &mut Vec<Action>) {
@@ -187,6 +195,7 @@ impl DynamicCoscheduler {
             self.budget.stop(managed.job, now);
         }
         managed.hold = Hold::Free;
+        self.yields.remove(&task);
         self.apply(task, reason, out);
     }
 
@@ -309,8 +318,20 @@ impl DynamicCoscheduler {
             |m| matches!(m.hold, Hold::Boosted { until: Some(until), .. } if until <= now),
         );
         for task in expired {
-            self.end_hold(task, Reason::BoostExpired, out);
+            let arrival = self.tasks.get(&task).is_some_and(|m| {
+                matches!(
+                    m.hold,
+                    Hold::Boosted {
+                        source: BoostSource::Arrival,
+                        ..
+                    }
+                )
+            });
+            if !(arrival && self.yield_after_quantum(task, out)) {
+                self.end_hold(task, Reason::BoostExpired, out);
+            }
         }
+        self.end_overdue_yields(out);
         if let Some(rule) = self.rules.periodic
             && self.next_period_at.is_none_or(|due| now >= due)
         {
@@ -373,6 +394,9 @@ impl LocalPolicy for DynamicCoscheduler {
                 next = Some(next.map_or(t, |n: u64| n.min(t)));
             }
         };
+        for &until in self.yields.values() {
+            consider(Some(until));
+        }
         for managed in self.tasks.values() {
             match managed.hold {
                 Hold::Boosted { until, .. } => consider(until),
@@ -403,6 +427,7 @@ impl LocalPolicy for DynamicCoscheduler {
             self.forgotten_boosts.push(managed.job);
         }
         self.ring.retain(|&t| t != task);
+        self.yields.remove(&task);
         self.cpus.remove(task);
         self.levels.forget(task);
     }
@@ -413,6 +438,7 @@ impl LocalPolicy for DynamicCoscheduler {
         }
         self.budget.clear();
         self.forgotten_boosts.clear();
+        self.yields.clear();
         self.levels.release_all(out);
     }
 

@@ -23,8 +23,11 @@
 //! its job's budget runs out, or — the coscheduling hand-over — when a message
 //! arrives for another job's task while the boosted task spins with nothing to
 //! do (its own peers are no longer running, the other job's are): the other
-//! task takes the CPU now. `end_on_wait = true` gives the per-message variant
-//! (the boost ends as soon as the task has consumed its message and waits).
+//! task takes the CPU now. When a quantum ends the task yields (SCHED_IDLE, up
+//! to `yield_after_quantum_us` or until its next message), so the other job's
+//! task runs at once and its first message boosts the other job everywhere.
+//! `end_on_wait = true` gives the per-message variant (the boost ends as soon
+//! as the task has consumed its message and waits).
 
 use super::action::{Action, Reason};
 use super::combined::{DynamicCoscheduler, Rules};
@@ -48,6 +51,10 @@ pub struct DcsParams {
     /// End a boost as soon as the task waits again (per-message boosts)
     /// instead of at the end of its quantum. Default false.
     pub end_on_wait: bool,
+    /// When a quantum ends, the task yields (SCHED_IDLE) for up to this long,
+    /// or until a message for it arrives, so another job takes the CPU at
+    /// once instead of at the next scheduler tick. 0 = no yield. Default 5000.
+    pub yield_after_quantum_us: u64,
 }
 
 impl Default for DcsParams {
@@ -56,6 +63,7 @@ impl Default for DcsParams {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: false,
+            yield_after_quantum_us: 5_000,
         }
     }
 }
@@ -90,13 +98,58 @@ impl DynamicCoscheduler {
         Some((holder, idle))
     }
 
+    /// A DCS quantum of `task` ended: its boost ends and it yields the CPU
+    /// for a bounded time (one level change). Returns false when yields are
+    /// off, leaving the boost to end normally.
+    pub(crate) fn yield_after_quantum(&mut self, task: TaskId, out: &mut Vec<Action>) -> bool {
+        let Some(yield_ns) = self.dcs_yield_ns.filter(|&ns| ns > 0) else {
+            return false;
+        };
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return false;
+        };
+        if matches!(managed.hold, Hold::Boosted { .. }) {
+            self.budget.stop(managed.job, now);
+        }
+        managed.hold = Hold::Blocked {
+            since: now,
+            level: super::action::Level::Demote,
+        };
+        self.yields.insert(task, now.saturating_add(yield_ns));
+        self.apply(task, Reason::QuantumYield, out);
+        true
+    }
+
+    /// Yields past their bound go back to the task's original attributes.
+    pub(crate) fn end_overdue_yields(&mut self, out: &mut Vec<Action>) {
+        let now = self.now;
+        let due: Vec<TaskId> = self
+            .yields
+            .iter()
+            .filter(|&(_, &until)| until <= now)
+            .map(|(&t, _)| t)
+            .collect();
+        for task in due {
+            self.yields.remove(&task);
+            if let Some(managed) = self.tasks.get_mut(&task)
+                && matches!(managed.hold, Hold::Blocked { .. })
+            {
+                managed.hold = Hold::Free;
+                self.apply(task, Reason::BlockTimeout, out);
+            }
+        }
+    }
+
     /// `dcs`: boost on message arrival, waiting tasks spin.
     pub fn dcs(params: &DcsParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
             demand: Some(params.rule()),
             ..Rules::default()
         };
-        Self::with_rules(PolicyKind::Dcs, rules, fairness)
+        let mut policy = Self::with_rules(PolicyKind::Dcs, rules, fairness);
+        policy.dcs_yield_ns = Some(us_to_ns(params.yield_after_quantum_us));
+        policy
     }
 
     /// A message reached `task` (`on_cpu`: it was running at that instant).

@@ -253,6 +253,7 @@ impl DynamicCoscheduler {
             return;
         }
         managed.hold = Hold::Free;
+        self.yields.remove(&task);
         let boost = if on_cpu {
             None
         } else if let Some(rule) = self.rules.demand {

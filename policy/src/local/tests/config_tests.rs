@@ -53,6 +53,7 @@ fn documented_defaults() {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: false,
+            yield_after_quantum_us: 5_000,
         }
     );
     assert_eq!(PeriodicBoostParams::default().period_us, 1_000);

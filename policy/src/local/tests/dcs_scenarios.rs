@@ -50,7 +50,7 @@ fn boost_ends_after_max_duration() {
     h.advance_to(ms(7));
     assert_eq!(
         h.last(T1),
-        Some((ms(7), Level::Normal, Reason::BoostExpired))
+        Some((ms(7), Level::Demote, Reason::QuantumYield))
     );
 }
 
@@ -114,7 +114,7 @@ fn arrival_while_boosted_task_computes_queues_a_boost_behind_it() {
     h.advance_to(ms(7));
     assert_eq!(
         h.last(T1),
-        Some((ms(7), Level::Normal, Reason::BoostExpired))
+        Some((ms(7), Level::Demote, Reason::QuantumYield))
     );
     assert_eq!(h.level(T2), BOOST10, "T2's own quantum runs until 8 ms");
 }
@@ -163,7 +163,34 @@ fn repeated_arrivals_do_not_extend_a_boost() {
     h.advance_to(ms(7));
     assert_eq!(
         h.last(T1),
-        Some((ms(7), Level::Normal, Reason::BoostExpired))
+        Some((ms(7), Level::Demote, Reason::QuantumYield))
+    );
+}
+
+#[test]
+fn quantum_end_yields_until_a_message_or_the_bound() {
+    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    h.arrive(T1, ms(2), false);
+    h.advance_to(ms(7));
+    // The quantum is over: T1 yields so T2's job gets the CPU at once.
+    assert_eq!(
+        h.last(T1),
+        Some((ms(7), Level::Demote, Reason::QuantumYield))
+    );
+    // Its next message (its job runs elsewhere again) boosts it.
+    h.preempt(T1, ms(7));
+    h.arrive(T1, ms(8), false);
+    assert_eq!(h.level(T1), BOOST10);
+    // Without a message, the yield ends at its bound.
+    h.advance_to(ms(13));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(13), Level::Demote, Reason::QuantumYield))
+    );
+    h.advance_to(ms(18));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(18), Level::Normal, Reason::BlockTimeout))
     );
 }
 
