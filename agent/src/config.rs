@@ -73,6 +73,10 @@ pub struct Config {
     pub finished_retention: u32,
     #[serde(default)]
     pub ebpf: EbpfConfig,
+    /// The coordinator to join (gang slices, jobs). Absent: a standalone
+    /// agent. Cannot change at run time.
+    #[serde(default)]
+    pub coordinator: Option<crate::coord::CoordinatorConfig>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -209,19 +213,23 @@ impl Config {
         if self.max_jobs == 0 {
             return bad("max_jobs must be at least 1".into());
         }
+        if let Some(coordinator) = &self.coordinator {
+            coordinator.validate().map_err(ConfigError::Invalid)?;
+        }
         Ok(())
     }
 
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 6] = [
+        let immutable: [(&'static str, bool); 7] = [
             ("node", self.node != new.node),
             ("metrics_listen", self.metrics_listen != new.metrics_listen),
             ("control_socket", self.control_socket != new.control_socket),
             ("state_dir", self.state_dir != new.state_dir),
             ("cgroup_root", self.cgroup_root != new.cgroup_root),
             ("pin_self", self.pin_self != new.pin_self),
+            ("coordinator", self.coordinator != new.coordinator),
         ];
         match immutable.into_iter().find(|(_, changed)| *changed) {
             Some((field, _)) => Err(ConfigError::Immutable(field)),
@@ -294,6 +302,29 @@ mod tests {
     fn out_of_range_poll_interval_is_rejected() {
         let e = Config::parse("node = \"n0\"\n[ebpf]\npoll_interval_ms = 0", "t").unwrap_err();
         assert!(e.to_string().contains("poll_interval_ms"), "{e}");
+    }
+
+    #[test]
+    fn coordinator_table_is_optional_checked_and_fixed_at_start() {
+        let standalone = Config::parse("node = \"n0\"", "t").unwrap();
+        assert!(standalone.coordinator.is_none());
+        let joined = Config::parse(
+            "node = \"n0\"\n[coordinator]\naddress = \"10.0.0.1:7400\"\nsecret = \"hex:000102030405060708090a0b0c0d0e0f\"",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            joined.coordinator.as_ref().unwrap().heartbeat_timeout_ms,
+            3000
+        );
+        assert!(matches!(
+            standalone.check_reload(&joined),
+            Err(ConfigError::Immutable("coordinator"))
+        ));
+        let e = Config::parse("node = \"n0\"\n[coordinator]\naddress = \"x:1\"", "t").unwrap_err();
+        assert!(e.to_string().contains("secret"), "{e}");
+        let e = Config::parse("node = \"n0\"\n[coordinator]\naddres = \"x:1\"", "t").unwrap_err();
+        assert!(e.to_string().contains("addres"), "{e}");
     }
 
     #[test]

@@ -20,7 +20,13 @@ use tokio::{
 };
 
 use crate::{
-    config::Config, control, ebpf::Probes, engine::Engine, kernel::linux::Linux, launch,
+    config::Config,
+    control,
+    coord::{self, CoordNode, CoordReceivers},
+    ebpf::Probes,
+    engine::Engine,
+    kernel::linux::Linux,
+    launch,
     restore::RestoreLedger,
 };
 
@@ -97,6 +103,11 @@ struct Daemon {
     config_path: PathBuf,
     internal: mpsc::Sender<Internal>,
     waiters: Vec<Waiter>,
+    /// The link to the coordinator, when configured.
+    coord: Option<CoordNode>,
+    /// The local policy of the config file (the coordinator may override it
+    /// while connected).
+    file_policy: cosched_policy::local::PolicyKind,
 }
 
 pub fn journal_path(cfg: &Config) -> PathBuf {
@@ -117,11 +128,12 @@ fn settings_for(cfg: &Config) -> Settings {
 }
 
 /// Runs the agent's own thread at SCHED_FIFO `priority` while a policy acts
-/// (so it preempts the jobs to react), back to SCHED_OTHER otherwise. Reset on
-/// fork, so the processes the agent launches never inherit it.
-fn set_own_priority(cfg: &Config) {
+/// or gang slices are enforced (so it preempts the jobs to react and to
+/// switch on time), back to SCHED_OTHER otherwise. Reset on fork, so the
+/// processes the agent launches never inherit it.
+fn set_own_priority(cfg: &Config, gang: bool) {
     use crate::kernel::{SchedAttr, SchedPolicy, sched_attr::FLAG_RESET_ON_FORK};
-    let active = cfg.policy != cosched_policy::local::PolicyKind::Local;
+    let active = cfg.policy != cosched_policy::local::PolicyKind::Local || gang;
     let mut attr = if active && cfg.agent_priority > 0 {
         SchedAttr::with_policy(SchedPolicy::Fifo, 0, cfg.agent_priority)
     } else {
@@ -195,13 +207,32 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
 
+    let file_policy = engine.cfg.policy;
     let mut d = Daemon {
         engine,
         config_path,
         internal: internal_tx,
         waiters: Vec::new(),
+        coord: None,
+        file_policy,
     };
-    set_own_priority(&d.engine.cfg);
+    let (mut link_rx, mut switch_rx) = match d.engine.cfg.coordinator.clone() {
+        Some(coordinator) => {
+            let (node, receivers) = CoordNode::start(
+                &d.engine.cfg,
+                &coordinator,
+                d.engine.node_cpus(),
+                d.engine.metrics.registry(),
+            )
+            .context("starting the coordinator link")?;
+            tracing::info!(coordinator = %coordinator.address, "joining the coordinator");
+            d.coord = Some(node);
+            let CoordReceivers { link, switches } = receivers;
+            (Some(link), Some(switches))
+        }
+        None => (None, None),
+    };
+    set_own_priority(&d.engine.cfg, false);
     let mut poll_every = Duration::from_millis(d.engine.cfg.ebpf.poll_interval_ms);
     let mut ticker = tokio::time::interval(poll_every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -248,6 +279,8 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 d.engine.handle_events(monotonic_ns());
             }
             _ = policy_timer => d.engine.policy_tick(),
+            Some(token) = recv_opt(&mut switch_rx) => d.on_switch_due(token),
+            Some(event) = recv_opt(&mut link_rx) => d.on_link_event(event),
             _ = ticker.tick() => {
                 d.poll();
                 let want = Duration::from_millis(d.engine.cfg.ebpf.poll_interval_ms);
@@ -268,6 +301,14 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     tracing::info!(restored = r.restored, gone = r.gone, "shutdown complete");
     let _ = std::fs::remove_file(&control_path);
     Ok(())
+}
+
+/// The next item of an optional channel; never, without one.
+async fn recv_opt<T>(receiver: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Watches the config file's directory (editors replace files by rename) and
@@ -301,8 +342,11 @@ fn watch_config(
 impl Daemon {
     fn poll(&mut self) {
         let finished = self.engine.poll(monotonic_ns(), own_cpu_seconds());
-        for job in finished {
+        for &job in &finished {
             tracing::info!(job, "job finished");
+        }
+        if let Some(coord) = &mut self.coord {
+            coord.jobs_finished(&self.engine, &finished);
         }
         self.answer_waiters();
     }
@@ -310,8 +354,30 @@ impl Daemon {
     fn reload(&mut self) {
         // Several file events arrive for one save; they all read the same file.
         let new = Config::load(&self.config_path);
+        let file_policy = new.as_ref().ok().map(|c| c.policy);
+        // The coordinator's policy stays in force while it is connected.
+        let override_policy = self.coord.as_ref().and_then(CoordNode::local_policy);
+        let new = new.map(|mut c| {
+            if let Some(policy) = override_policy {
+                c.policy = policy;
+            }
+            c
+        });
         let outcome = self.engine.reload(new);
         if outcome.accepted
+            && let Some(policy) = file_policy
+        {
+            self.file_policy = policy;
+        }
+        self.after_policy_change(outcome.accepted);
+    }
+
+    /// Applies what a policy change needs beyond the engine: the eBPF
+    /// settings and the agent's own priority.
+    fn after_policy_change(&mut self, accepted: bool) {
+        let gang = self.coord.as_ref().is_some_and(CoordNode::gang_active);
+        set_own_priority(&self.engine.cfg, gang);
+        if accepted
             && let Err(e) = self
                 .engine
                 .k
@@ -320,6 +386,84 @@ impl Daemon {
         {
             tracing::warn!("updating eBPF settings: {e}");
         }
+    }
+
+    /// Runs the local policy the coordinator asks for (or the config's).
+    fn apply_coordinator_policy(&mut self) {
+        let wanted = self
+            .coord
+            .as_ref()
+            .and_then(CoordNode::local_policy)
+            .unwrap_or(self.file_policy);
+        if wanted == self.engine.cfg.policy {
+            self.after_policy_change(false);
+            return;
+        }
+        let mut cfg = self.engine.cfg.clone();
+        cfg.policy = wanted;
+        let outcome = self.engine.reload(Ok(cfg));
+        tracing::info!(policy = %wanted, accepted = outcome.accepted, "local policy set for the coordinator");
+        self.after_policy_change(outcome.accepted);
+    }
+
+    fn on_link_event(&mut self, event: coord::link::LinkEvent) {
+        let Some(coord) = &mut self.coord else {
+            return;
+        };
+        let actions = coord.on_link_event(&mut self.engine, event);
+        self.run_coordinator_actions(actions);
+    }
+
+    fn on_switch_due(&mut self, token: u64) {
+        if let Some(coord) = &mut self.coord {
+            coord.on_switch_due(&mut self.engine, token);
+        }
+    }
+
+    fn run_coordinator_actions(&mut self, actions: Vec<coord::Action>) {
+        for action in actions {
+            match action {
+                coord::Action::Launch(spec) => {
+                    let (job, rank) = (spec.job_id, spec.rank);
+                    // A finished job of the same id (a coordinator that lost
+                    // its state numbers jobs afresh) gives way to the new one.
+                    if self
+                        .engine
+                        .reg
+                        .job(job)
+                        .is_some_and(|j| j.state != JobState::Running)
+                    {
+                        let _ = self.engine.forget_job(job);
+                    }
+                    let result = self.launch(*spec).map(|_| ()).map_err(|e| format!("{e:#}"));
+                    if let Err(reason) = &result {
+                        tracing::warn!(job, rank, %reason, "coordinator launch failed");
+                    }
+                    if let Some(coord) = &mut self.coord {
+                        coord.launched(job, rank, result);
+                    }
+                }
+                coord::Action::Cancel(job) => {
+                    self.kill(job);
+                }
+                coord::Action::PolicyChanged => self.apply_coordinator_policy(),
+            }
+        }
+    }
+
+    /// Kills a job's processes (its cgroup when there is one).
+    fn kill(&mut self, job_id: JobId) -> bool {
+        let Some(j) = self.engine.reg.job(job_id) else {
+            return false;
+        };
+        let cg = self
+            .engine
+            .cfg
+            .cgroup_root
+            .as_ref()
+            .map(|r| r.join(format!("job-{}-r{}", j.id, j.rank)));
+        launch::kill_job(cg.as_deref(), &j.pids);
+        true
     }
 
     fn answer_waiters(&mut self) {
@@ -380,19 +524,13 @@ impl Daemon {
                     return;
                 }
             }
-            Request::Cancel { job_id } => match self.engine.reg.job(job_id) {
-                None => Response::Error(format!("unknown job {job_id}")),
-                Some(j) => {
-                    let cg = self
-                        .engine
-                        .cfg
-                        .cgroup_root
-                        .as_ref()
-                        .map(|r| r.join(format!("job-{}-r{}", j.id, j.rank)));
-                    launch::kill_job(cg.as_deref(), &j.pids);
+            Request::Cancel { job_id } => {
+                if self.kill(job_id) {
                     Response::Ok(Reply::Done)
+                } else {
+                    Response::Error(format!("unknown job {job_id}"))
                 }
-            },
+            }
             Request::Forget { job_id } => {
                 let rank = self.engine.reg.job(job_id).map(|j| j.rank);
                 match self.engine.forget_job(job_id) {

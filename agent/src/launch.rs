@@ -106,9 +106,11 @@ pub fn spawn_gated(
     // between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            // Own session: a signal to the agent's terminal does not reach jobs,
-            // and `kill(-pid)` reaches the whole job.
-            libc::setsid();
+            // Own process group, so `kill(-pid)` reaches the whole job. Not a
+            // new session: with autogroup scheduling every session is its own
+            // CFS group, which would make a job's tasks compete as a group and
+            // defeat SCHED_IDLE demotion against the node's other jobs.
+            libc::setpgid(0, 0);
             if libc::dup2(rd_raw, GATE_FD) < 0 {
                 return Err(io::Error::last_os_error());
             }

@@ -6,8 +6,10 @@
 //! - [`engine`]: the synchronous core (registry, policy, enforcement).
 //! - [`registry`], [`restore`], [`enforce`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+//! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
 pub mod config;
 pub mod control;
+pub mod coord;
 pub mod daemon;
 pub mod ebpf;
 pub mod enforce;

@@ -1,1 +1,48 @@
-fn main() {}
+//! `cosched-coordinator`: the cluster's coscheduling master.
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+use cosched_coordinator::{config::Config, daemon};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "cosched coordinator: jobs, the Ousterhout matrix, synchronised gang and paired-gang slices"
+)]
+struct Args {
+    /// Coordinator config (TOML).
+    #[arg(
+        long,
+        short,
+        env = "COSCHED_COORDINATOR_CONFIG",
+        default_value = "/etc/cosched/coordinator.toml"
+    )]
+    config: PathBuf,
+    /// Check the config (and the state file) and exit.
+    #[arg(long)]
+    check_config: bool,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("COSCHED_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let config = Config::load(&args.config)?;
+    if args.check_config {
+        config.load_secret()?;
+        daemon::load_core(&config)?;
+        println!("{}: ok", args.config.display());
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(daemon::run(config))
+}

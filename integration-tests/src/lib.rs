@@ -7,6 +7,7 @@
 //! builds them and sets `COSCHED_BIN_DIR`). Without either they fail with a
 //! message saying so: they never pass silently.
 pub mod agent;
+pub mod coord;
 pub mod netns;
 pub mod proc;
 pub mod synth;

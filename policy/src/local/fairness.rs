@@ -8,6 +8,13 @@
 //! `[k·W, (k+1)·W)` a job may be boosted for at most `max_boosted_percent` of
 //! `W`, summed over its tasks. Once the budget is spent, its boosts end and new
 //! ones are refused until the next window (wake-ups still happen, unboosted).
+//!
+//! All boosts of the node together are bounded too (`max_node_boosted_percent`
+//! of a CPU): boosts are real-time, and when real-time tasks fill 95 % of a
+//! second the kernel throttles *every* real-time task on the CPU for the rest
+//! of it — the agent included, which then cannot end the boosts or react for
+//! up to 50 ms. Keeping all boosts below that line keeps the agent in control
+//! and leaves the time-sharing tasks of the node their share.
 
 use super::config::ConfigError;
 use super::ids::{JobId, us_to_ns};
@@ -25,6 +32,10 @@ pub struct FairnessParams {
     /// Default 50: with two jobs per node (the papers' setting) no job can take
     /// more than its fair half of a CPU by being boosted.
     pub max_boosted_percent: u8,
+    /// Share of each window all boosts of the node together may use, percent
+    /// of one CPU (1..=6400; on a node with n CPUs up to n × 100 makes
+    /// sense). Default 80: below the kernel's real-time throttling (95 %).
+    pub max_node_boosted_percent: u16,
 }
 
 impl Default for FairnessParams {
@@ -32,6 +43,7 @@ impl Default for FairnessParams {
         Self {
             window_us: 100_000,
             max_boosted_percent: 50,
+            max_node_boosted_percent: 80,
         }
     }
 }
@@ -44,6 +56,12 @@ impl FairnessParams {
             self.max_boosted_percent.into(),
             1,
             100,
+        )?;
+        ConfigError::require_range(
+            "fairness.max_node_boosted_percent",
+            self.max_node_boosted_percent.into(),
+            1,
+            6400,
         )
     }
 
@@ -55,6 +73,12 @@ impl FairnessParams {
     /// Boosted nanoseconds a job may use per window.
     pub fn budget_ns(&self) -> u64 {
         let share = u128::from(self.max_boosted_percent.min(100));
+        (u128::from(self.window_ns()) * share / 100) as u64
+    }
+
+    /// Boosted nanoseconds all jobs of the node together may use per window.
+    pub fn node_budget_ns(&self) -> u64 {
+        let share = u128::from(self.max_node_boosted_percent);
         (u128::from(self.window_ns()) * share / 100) as u64
     }
 }
@@ -79,7 +103,10 @@ struct JobAccount {
 pub(crate) struct FairnessBudget {
     window_ns: u64,
     budget_ns: u64,
+    node_budget_ns: u64,
     jobs: BTreeMap<JobId, JobAccount>,
+    /// Every boost of the node, whatever its job.
+    node: JobAccount,
 }
 
 impl FairnessBudget {
@@ -87,7 +114,9 @@ impl FairnessBudget {
         Self {
             window_ns: params.window_ns(),
             budget_ns: params.budget_ns(),
+            node_budget_ns: params.node_budget_ns(),
             jobs: BTreeMap::new(),
+            node: JobAccount::default(),
         }
     }
 
@@ -97,18 +126,35 @@ impl FairnessBudget {
     pub fn can_start(&mut self, job: JobId, now: u64) -> bool {
         let remaining = self.remaining(job, now);
         let boosts = u64::from(self.account(job, now).active) + 1;
+        let node_boosts = u64::from(self.node_account(now).active) + 1;
         remaining >= boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
+            && self.node_remaining(now) >= node_boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
     }
 
     /// A task of `job` starts being boosted at `now`.
     pub fn start(&mut self, job: JobId, now: u64) {
         self.account(job, now).active += 1;
+        self.node_account(now).active += 1;
     }
 
     /// A task of `job` stops being boosted at `now`.
     pub fn stop(&mut self, job: JobId, now: u64) {
         let account = self.account(job, now);
         account.active = account.active.saturating_sub(1);
+        let node = self.node_account(now);
+        node.active = node.active.saturating_sub(1);
+    }
+
+    /// Node budget left in the window of `now`.
+    fn node_remaining(&mut self, now: u64) -> u64 {
+        let budget = self.node_budget_ns;
+        budget.saturating_sub(self.node_account(now).used)
+    }
+
+    fn node_account(&mut self, now: u64) -> &mut JobAccount {
+        let window_ns = self.window_ns;
+        accrue(&mut self.node, now, window_ns);
+        &mut self.node
     }
 
     /// Budget left for `job` in the window of `now`.
@@ -130,6 +176,11 @@ impl FairnessBudget {
             .filter(|(_, a)| a.active > 0)
             .map(|(&job, _)| job)
             .collect();
+        let node_active = u64::from(self.node_account(now).active);
+        if node_active > 0 && self.node_remaining(now) < node_active {
+            // The node's share is spent: every boost ends.
+            return active;
+        }
         active
             .into_iter()
             .filter(|&job| {
@@ -142,20 +193,24 @@ impl FairnessBudget {
     /// The next instant a job with running boosts spends its budget (or its
     /// window ends, when the account must be looked at again).
     pub fn next_deadline(&self) -> Option<u64> {
+        let due = |a: &JobAccount, budget: u64| {
+            let window_end = (a.window + 1).saturating_mul(self.window_ns);
+            let left_each = budget.saturating_sub(a.used) / u64::from(a.active);
+            a.accrued_to.saturating_add(left_each).min(window_end)
+        };
+        let node = (self.node.active > 0).then(|| due(&self.node, self.node_budget_ns));
         self.jobs
             .values()
             .filter(|a| a.active > 0)
-            .map(|a| {
-                let window_end = (a.window + 1).saturating_mul(self.window_ns);
-                let left_each = self.budget_ns.saturating_sub(a.used) / u64::from(a.active);
-                a.accrued_to.saturating_add(left_each).min(window_end)
-            })
+            .map(|a| due(a, self.budget_ns))
+            .chain(node)
             .min()
     }
 
     /// Forgets all accounts (the policy is switched off).
     pub fn clear(&mut self) {
         self.jobs.clear();
+        self.node = JobAccount::default();
     }
 
     /// Brings `job`'s account up to `now` and returns it.
@@ -167,21 +222,26 @@ impl FairnessBudget {
             active: 0,
             accrued_to: now,
         });
-        if now > account.accrued_to {
-            let active = u64::from(account.active);
-            let window_of_now = now / window_ns;
-            if window_of_now == account.window {
-                account.used += active * (now - account.accrued_to);
-            } else {
-                // Boosts running across the boundary count in the new window
-                // from its start; the old window is closed.
-                let window_start = window_of_now * window_ns;
-                account.window = window_of_now;
-                account.used = active * (now - window_start.max(account.accrued_to));
-            }
-            account.accrued_to = now;
-        }
+        accrue(account, now, window_ns);
         account
+    }
+}
+
+/// Charges the boosts running in `account` up to `now`.
+fn accrue(account: &mut JobAccount, now: u64, window_ns: u64) {
+    if now > account.accrued_to {
+        let active = u64::from(account.active);
+        let window_of_now = now / window_ns;
+        if window_of_now == account.window {
+            account.used += active * (now - account.accrued_to);
+        } else {
+            // Boosts running across the boundary count in the new window
+            // from its start; the old window is closed.
+            let window_start = window_of_now * window_ns;
+            account.window = window_of_now;
+            account.used = active * (now - window_start.max(account.accrued_to));
+        }
+        account.accrued_to = now;
     }
 }
 
@@ -193,7 +253,34 @@ mod tests {
         FairnessBudget::new(&FairnessParams {
             window_us,
             max_boosted_percent: percent,
+            max_node_boosted_percent: 6400,
         })
+    }
+
+    #[test]
+    fn all_jobs_together_stay_below_the_node_share() {
+        let mut b = FairnessBudget::new(&FairnessParams {
+            window_us: 1_000,
+            max_boosted_percent: 50,
+            max_node_boosted_percent: 80,
+        });
+        // Two jobs, each within its own half, one after the other.
+        b.start(JobId(1), 0);
+        b.stop(JobId(1), 500_000);
+        assert!(b.can_start(JobId(2), 500_000));
+        b.start(JobId(2), 500_000);
+        // The node's 800 us are spent at 800 us, before job 2's own half.
+        assert_eq!(b.next_deadline(), Some(800_000));
+        assert_eq!(b.exhausted(800_000), vec![JobId(2)]);
+        b.stop(JobId(2), 800_000);
+        assert!(
+            !b.can_start(JobId(3), 850_000),
+            "no job may boost past the node share"
+        );
+        assert!(
+            b.can_start(JobId(3), 1_000_000),
+            "the next window refills it"
+        );
     }
 
     #[test]

@@ -61,7 +61,8 @@ fn documented_defaults() {
         FairnessParams::default(),
         FairnessParams {
             window_us: 100_000,
-            max_boosted_percent: 50
+            max_boosted_percent: 50,
+            max_node_boosted_percent: 80,
         }
     );
     let sb = SpinBlockParams::default();

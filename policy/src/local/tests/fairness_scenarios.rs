@@ -51,6 +51,7 @@ fn budget_refills_in_the_next_window() {
         fairness: FairnessParams {
             window_us: 10_000,
             max_boosted_percent: 30,
+            max_node_boosted_percent: 6400,
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
     };
@@ -78,6 +79,7 @@ fn wake_without_budget_still_wakes() {
         fairness: FairnessParams {
             window_us: 1_000,
             max_boosted_percent: 1,
+            max_node_boosted_percent: 6400,
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Sb)
     };
@@ -101,6 +103,7 @@ fn forgotten_boost_is_charged_until_the_next_event() {
         fairness: FairnessParams {
             window_us: 10_000,
             max_boosted_percent: 30,
+            max_node_boosted_percent: 6400,
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
     };

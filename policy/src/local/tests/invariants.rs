@@ -7,7 +7,8 @@
 //!   not exited or forgotten); `level_of` agrees with the replay;
 //! - no boost lasts longer than its bound, no block/yield longer than its
 //!   bound, and while a task is held away from `Normal` a wakeup is pending;
-//! - per job and aligned window, boosted time never exceeds the budget;
+//! - per job and aligned window, boosted time never exceeds the budget, nor
+//!   does all jobs' boosted time exceed the node's share;
 //! - after a long quiet time every timed boost has ended, FCS has given up its
 //!   slot, and `release_all` returns every task to `Normal`.
 
@@ -129,6 +130,7 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 let mut c = LocalPolicyConfig::for_kind(kind);
                 c.fairness.window_us = window_us;
                 c.fairness.max_boosted_percent = percent;
+                c.fairness.max_node_boosted_percent = u16::from(percent) + 30;
                 c.dcs.max_boost_us = boost_us;
                 c.pb.period_us = period_us;
                 c.sb.block_by = if stop {
@@ -428,11 +430,20 @@ impl Oracle {
                 t = segment_end;
             }
         }
+        let mut node: BTreeMap<u64, u64> = BTreeMap::new();
         for ((job, k), ns) in used {
             assert!(
                 ns <= self.budget_ns(),
                 "{job} boosted {ns} ns in window {k} > {}",
                 self.budget_ns()
+            );
+            *node.entry(k).or_default() += ns;
+        }
+        let node_budget = self.config.fairness.node_budget_ns();
+        for (k, ns) in node {
+            assert!(
+                ns <= node_budget,
+                "the node boosted {ns} ns in window {k} > {node_budget}"
             );
         }
     }

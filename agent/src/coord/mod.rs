@@ -1,0 +1,34 @@
+//! The agent's link to the coordinator (optional: without a `[coordinator]`
+//! config table the agent is standalone).
+//!
+//! - [`config`]: the `[coordinator]` table.
+//! - [`link`]: the connection task (handshake, `Register`, heartbeats both
+//!   ways, reconnects), counting refused frames by reason.
+//! - [`node`]: the node's side of the protocol between link and engine.
+//! - [`switch`], [`quantum`], [`exits`], [`spec`]: its pure decisions (when
+//!   and how to apply a slice, per-quantum utilisation, exit reporting,
+//!   `LaunchJob` to job spec).
+//! - [`timer`]: the precise switch timer thread.
+//! - [`metrics`]: the link's Prometheus metrics.
+//!
+//! Conventions shared with the coordinator: after `Register` the agent sends
+//! its inventory of running coordinator jobs as a `UtilReport` whose entries
+//! carry the quantum [`node::INVENTORY_QUANTUM`] (possibly empty); then rank
+//! exits it has not reported yet. `SetPolicy` names the global policy
+//! (`fcfs`, `gang`, `paired-gang`, `fcs`) or a local one. A `SwitchSlice`
+//! without rows ends gang mode.
+pub mod config;
+pub mod exits;
+pub mod link;
+pub mod metrics;
+pub mod node;
+pub mod quantum;
+pub mod spec;
+pub mod switch;
+pub mod timer;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::CoordinatorConfig;
+pub use node::{Action, CoordNode, CoordReceivers};

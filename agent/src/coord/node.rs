@@ -1,0 +1,474 @@
+//! The node's side of the coordinator protocol, between the link and the
+//! engine: launches and cancels for the daemon, slice switches applied at
+//! their instant, utilisation and exits reported, fallback to the local
+//! policy when the coordinator goes away.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cosched_policy::local::PolicyKind;
+use cosched_proto::{
+    control::JobState,
+    job::{JobId, JobSpec},
+    wire::{
+        ErrorReport, ExitStatus, JobExited, JobUtilisation, LaunchJob, Message, SliceSwitched,
+        SwitchSlice, UtilReport,
+    },
+};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::{
+    config::CoordinatorConfig,
+    exits::ExitLog,
+    link::{self, LinkConfig, LinkEvent, LinkHandle},
+    metrics::CoordMetrics,
+    quantum::QuantumTracker,
+    spec::job_spec,
+    switch::{
+        Enforcement, Mode, PolicyCommand, SliceLength, Timing, enforcement, parse_set_policy,
+        timing,
+    },
+    timer::SwitchTimer,
+};
+use crate::{
+    config::Config, daemon::monotonic_ns, engine::Engine, kernel::Kernel, registry::task_totals,
+};
+
+/// The quantum number that marks a `UtilReport` as the inventory of
+/// coordinator jobs running here (the coordinator's `INVENTORY_QUANTUM`).
+pub const INVENTORY_QUANTUM: u64 = u64::MAX;
+
+/// What the daemon must do for the coordinator.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Launch a rank (then report with [`CoordNode::launched`]).
+    Launch(Box<JobSpec>),
+    /// Kill a job's processes on this node.
+    Cancel(JobId),
+    /// The local policy to run changed ([`CoordNode::local_policy`]) or gang
+    /// mode started or ended: re-apply the policy and the agent's priority.
+    PolicyChanged,
+}
+
+/// The receivers the daemon's main loop selects on.
+pub struct CoordReceivers {
+    pub link: UnboundedReceiver<LinkEvent>,
+    pub switches: UnboundedReceiver<u64>,
+}
+
+pub struct CoordNode {
+    config: CoordinatorConfig,
+    link: LinkHandle,
+    timer: SwitchTimer,
+    pub metrics: CoordMetrics,
+    connected: bool,
+    mode: Mode,
+    local_override: Option<PolicyKind>,
+    /// Coordinator jobs launched here whose end was not reported yet.
+    jobs: BTreeMap<JobId, u32>,
+    exits: ExitLog,
+    pending: BTreeMap<u64, SwitchSlice>,
+    next_token: u64,
+    last_applied: Option<(u64, u64)>,
+    slice_length: SliceLength,
+    quanta: QuantumTracker,
+    node_cpus: usize,
+}
+
+impl CoordNode {
+    /// Starts the link and the switch timer (inside the tokio runtime).
+    pub fn start(
+        config: &Config,
+        coordinator: &CoordinatorConfig,
+        node_cpus: Vec<u32>,
+        registry: &prometheus::Registry,
+    ) -> anyhow::Result<(Self, CoordReceivers)> {
+        let metrics = CoordMetrics::register(registry)?;
+        if !coordinator.stop_inactive && autogroup_enabled() {
+            tracing::warn!(
+                "kernel.sched_autogroup_enabled=1: launched jobs get a session (and autogroup) \
+                 each, so demoting other jobs to SCHED_IDLE outside their slot barely slows \
+                 them; set coordinator.stop_inactive = true (SIGSTOP) or disable autogroup"
+            );
+        }
+        let secret = coordinator.load_secret().map_err(anyhow::Error::msg)?;
+        let (fired_tx, switches) = tokio::sync::mpsc::unbounded_channel();
+        let timer = SwitchTimer::spawn(fired_tx, config.agent_priority)?;
+        let (link, link_events) = link::spawn(
+            LinkConfig {
+                address: coordinator.address.clone(),
+                secret,
+                node: config.node.clone(),
+                cpus: node_cpus.clone(),
+                metrics_addr: Some(config.metrics_listen),
+                advertise_ip: coordinator.advertise_ip,
+                heartbeat_interval: coordinator.heartbeat_interval(),
+                heartbeat_timeout: coordinator.heartbeat_timeout(),
+                reconnect_min: std::time::Duration::from_millis(coordinator.reconnect_min_ms),
+                reconnect_max: std::time::Duration::from_millis(coordinator.reconnect_max_ms),
+            },
+            metrics.wire_rejected.clone(),
+        );
+        let node = Self::new(coordinator, link, timer, metrics, node_cpus.len());
+        Ok((
+            node,
+            CoordReceivers {
+                link: link_events,
+                switches,
+            },
+        ))
+    }
+
+    /// A node side over an existing link and timer (tests drive it with
+    /// [`LinkHandle::detached`]).
+    pub fn new(
+        coordinator: &CoordinatorConfig,
+        link: LinkHandle,
+        timer: SwitchTimer,
+        metrics: CoordMetrics,
+        node_cpus: usize,
+    ) -> Self {
+        Self {
+            exits: ExitLog::new(2 * coordinator.heartbeat_timeout_ms * 1_000_000),
+            config: coordinator.clone(),
+            link,
+            timer,
+            metrics,
+            connected: false,
+            mode: Mode::default(),
+            local_override: None,
+            jobs: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            next_token: 0,
+            last_applied: None,
+            slice_length: SliceLength::default(),
+            quanta: QuantumTracker::default(),
+            node_cpus: node_cpus.max(1),
+        }
+    }
+
+    /// The local policy the coordinator asked for, if any.
+    pub fn local_policy(&self) -> Option<PolicyKind> {
+        self.local_override
+    }
+
+    /// Whether slices are enforced (the agent then runs at its priority).
+    pub fn gang_active(&self) -> bool {
+        self.connected && self.mode != Mode::Fcfs
+    }
+
+    pub fn on_link_event<K: Kernel>(
+        &mut self,
+        engine: &mut Engine<K>,
+        event: LinkEvent,
+    ) -> Vec<Action> {
+        match event {
+            LinkEvent::Up => self.joined(engine),
+            LinkEvent::Down { .. } => self.left(engine),
+            LinkEvent::Message(message) => self.on_message(engine, message),
+        }
+    }
+
+    fn joined<K: Kernel>(&mut self, engine: &Engine<K>) -> Vec<Action> {
+        self.connected = true;
+        self.metrics.connected.set(1);
+        self.metrics.link_events.with_label_values(&["up"]).inc();
+        for exit in self.exits.to_resend(monotonic_ns()) {
+            self.link.send(exit);
+        }
+        // The inventory: coordinator jobs still running here.
+        self.jobs.retain(|&job, _| {
+            engine
+                .reg
+                .job(job)
+                .is_some_and(|record| record.state == JobState::Running)
+        });
+        let jobs = self
+            .jobs
+            .keys()
+            .map(|&job_id| JobUtilisation {
+                job_id,
+                quantum: INVENTORY_QUANTUM,
+                cpu_utilisation: 0.0,
+            })
+            .collect();
+        self.link.send(UtilReport { jobs });
+        vec![Action::PolicyChanged]
+    }
+
+    /// The coordinator is gone: leave gang mode, the local policy (as
+    /// configured) runs alone until it comes back.
+    fn left<K: Kernel>(&mut self, engine: &mut Engine<K>) -> Vec<Action> {
+        self.connected = false;
+        self.metrics.connected.set(0);
+        self.metrics.link_events.with_label_values(&["down"]).inc();
+        self.pending.clear();
+        self.last_applied = None;
+        self.quanta.reset();
+        self.mode = Mode::default();
+        self.local_override = None;
+        engine.set_gang(None);
+        self.metrics.gang_mode.set(0);
+        vec![Action::PolicyChanged]
+    }
+
+    fn on_message<K: Kernel>(&mut self, engine: &mut Engine<K>, message: Message) -> Vec<Action> {
+        match message {
+            Message::SetPolicy(set) => match parse_set_policy(&set.policy) {
+                Ok(PolicyCommand::Global { mode, local }) => {
+                    tracing::info!(policy = %set.policy, "coordinator policy");
+                    self.mode = mode;
+                    self.local_override = local;
+                    if mode == Mode::Fcfs {
+                        engine.set_gang(None);
+                        self.metrics.gang_mode.set(0);
+                    }
+                    vec![Action::PolicyChanged]
+                }
+                Ok(PolicyCommand::Local(kind)) => {
+                    self.local_override = Some(kind);
+                    vec![Action::PolicyChanged]
+                }
+                Err(reason) => {
+                    tracing::warn!(%reason, "refusing the coordinator's policy");
+                    self.link.send(ErrorReport { reason });
+                    Vec::new()
+                }
+            },
+            Message::LaunchJob(launch) => self.on_launch(engine, &launch),
+            Message::CancelJob(cancel) => {
+                let running = engine
+                    .reg
+                    .job(cancel.job_id)
+                    .is_some_and(|job| job.state == JobState::Running);
+                if running {
+                    vec![Action::Cancel(cancel.job_id)]
+                } else {
+                    Vec::new()
+                }
+            }
+            Message::SwitchSlice(switch) => {
+                self.on_switch(engine, switch);
+                Vec::new()
+            }
+            Message::Error(report) => {
+                tracing::warn!(reason = %report.reason, "the coordinator reported an error");
+                Vec::new()
+            }
+            other => {
+                self.metrics
+                    .wire_rejected
+                    .with_label_values(&["unexpected_message"])
+                    .inc();
+                tracing::warn!(kind = %other.kind(), "unexpected message from the coordinator");
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_launch<K: Kernel>(&mut self, engine: &Engine<K>, launch: &LaunchJob) -> Vec<Action> {
+        let already = engine
+            .reg
+            .job(launch.job_id)
+            .is_some_and(|job| job.state == JobState::Running && job.rank == launch.rank);
+        if already && self.jobs.contains_key(&launch.job_id) {
+            return Vec::new(); // a repeated launch: the rank runs
+        }
+        vec![Action::Launch(Box::new(job_spec(launch)))]
+    }
+
+    /// The daemon launched a rank (`Ok`) or could not (`Err`).
+    pub fn launched(&mut self, job: JobId, rank: u32, result: Result<(), String>) {
+        match result {
+            Ok(()) => {
+                self.jobs.insert(job, rank);
+            }
+            Err(reason) => self.report_exit(JobExited {
+                job_id: job,
+                rank,
+                status: ExitStatus::LaunchFailed { reason },
+            }),
+        }
+    }
+
+    /// Jobs the engine found finished: report the coordinator's.
+    pub fn jobs_finished<K: Kernel>(&mut self, engine: &Engine<K>, finished: &[JobId]) {
+        for &job in finished {
+            let Some(rank) = self.jobs.remove(&job) else {
+                continue;
+            };
+            let status = match engine.reg.job(job).map(|record| &record.state) {
+                Some(JobState::Exited {
+                    signal: Some(signal),
+                    ..
+                }) => ExitStatus::Signalled { signal: *signal },
+                Some(JobState::Exited { code, .. }) => ExitStatus::Exited {
+                    code: code.unwrap_or(0),
+                },
+                _ => ExitStatus::Exited { code: 0 },
+            };
+            self.metrics.remove_job(job);
+            self.report_exit(JobExited {
+                job_id: job,
+                rank,
+                status,
+            });
+        }
+    }
+
+    fn report_exit(&mut self, exit: JobExited) {
+        let sent = self.connected.then(monotonic_ns);
+        if self.connected {
+            self.link.send(exit.clone());
+        }
+        self.exits.record(exit, sent);
+    }
+
+    fn on_switch<K: Kernel>(&mut self, engine: &mut Engine<K>, switch: SwitchSlice) {
+        let now = monotonic_ns();
+        match timing(&switch, now, self.last_applied) {
+            Timing::At(at) => {
+                let token = self.next_token;
+                self.next_token += 1;
+                self.pending.insert(token, switch);
+                self.timer.arm(at, token);
+            }
+            Timing::Now { late_ns } => {
+                tracing::debug!(
+                    late_ns,
+                    slice = switch.slice,
+                    "switch arrived late; applying now"
+                );
+                self.metrics.switches.with_label_values(&["late"]).inc();
+                self.apply(engine, switch);
+            }
+            Timing::Skip { late_ns } => {
+                tracing::debug!(
+                    late_ns,
+                    slice = switch.slice,
+                    "late non-strict switch skipped"
+                );
+                self.metrics.switches.with_label_values(&["skipped"]).inc();
+            }
+            Timing::Stale => {
+                self.metrics.switches.with_label_values(&["stale"]).inc();
+            }
+            Timing::TooFar { ahead_ns } => {
+                self.metrics.switches.with_label_values(&["refused"]).inc();
+                self.link.send(ErrorReport {
+                    reason: format!(
+                        "slice {} announced {ahead_ns} ns ahead; refused",
+                        switch.slice
+                    ),
+                });
+            }
+        }
+    }
+
+    /// The timer fired `token`: apply its switch now.
+    pub fn on_switch_due<K: Kernel>(&mut self, engine: &mut Engine<K>, token: u64) {
+        if let Some(switch) = self.pending.remove(&token) {
+            self.apply(engine, switch);
+        }
+    }
+
+    fn apply<K: Kernel>(&mut self, engine: &mut Engine<K>, switch: SwitchSlice) {
+        if self
+            .last_applied
+            .is_some_and(|(epoch, slice)| epoch == switch.epoch && switch.slice <= slice)
+        {
+            self.metrics.switches.with_label_values(&["stale"]).inc();
+            return;
+        }
+        self.slice_length.observe(&switch);
+        let plan = enforcement(
+            self.mode,
+            &switch,
+            self.config.stop_inactive,
+            self.slice_length.get(),
+        );
+        match plan {
+            Enforcement::LeaveGang => {
+                engine.set_gang(None);
+                self.metrics.gang_mode.set(0);
+            }
+            Enforcement::Gang(gang) => {
+                engine.set_gang(Some(gang));
+                self.metrics.gang_mode.set(1);
+            }
+            Enforcement::Slot { owner, until_ns } => engine.slot_started(owner, until_ns),
+            Enforcement::Nothing => {}
+        }
+        let switched_at_ns = monotonic_ns();
+        self.last_applied = Some((switch.epoch, switch.slice));
+        self.metrics.switches.with_label_values(&["applied"]).inc();
+        self.metrics
+            .switch_lateness
+            .observe(switched_at_ns.saturating_sub(switch.apply_at_ns) as f64 / 1e9);
+        self.link.send(SliceSwitched {
+            epoch: switch.epoch,
+            slice: switch.slice,
+            switched_at_ns,
+        });
+        self.measure_quantum(engine, &switch, switched_at_ns);
+    }
+
+    /// Ends the previous quantum: utilisation of the jobs that ran in it,
+    /// and where each job's CPU time went.
+    fn measure_quantum<K: Kernel>(
+        &mut self,
+        engine: &Engine<K>,
+        switch: &SwitchSlice,
+        now_ns: u64,
+    ) {
+        if switch.rows.is_empty() {
+            self.quanta.reset();
+            return;
+        }
+        let cpu: BTreeMap<JobId, f64> = self
+            .jobs
+            .keys()
+            .filter_map(|&job| job_cpu_seconds(engine, job, now_ns).map(|cpu| (job, cpu)))
+            .collect();
+        let active: BTreeSet<JobId> = switch.active_jobs.iter().copied().collect();
+        let end = self
+            .quanta
+            .switch(now_ns, switch.slice, active, cpu, self.node_cpus);
+        for (job, inside, outside) in &end.attribution {
+            let id = job.to_string();
+            self.metrics
+                .slot_cpu
+                .with_label_values(&[&id, "in"])
+                .inc_by(*inside);
+            self.metrics
+                .slot_cpu
+                .with_label_values(&[&id, "out"])
+                .inc_by(*outside);
+        }
+        if !end.reports.is_empty() {
+            self.link.send(UtilReport { jobs: end.reports });
+        }
+    }
+}
+
+/// Whether the kernel groups tasks by session for CPU shares (policy
+/// demotions then do not cross sessions).
+fn autogroup_enabled() -> bool {
+    std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .is_ok_and(|text| text.trim() == "1")
+}
+
+/// CPU seconds a job's tasks used so far, read now from the eBPF counters
+/// (the registry's totals are only refreshed every poll).
+pub fn job_cpu_seconds<K: Kernel>(engine: &Engine<K>, job: JobId, now_ns: u64) -> Option<f64> {
+    let record = engine.reg.job(job)?;
+    if record.state != JobState::Running {
+        return Some(record.totals.cpu_seconds);
+    }
+    let live: f64 = record
+        .live
+        .iter()
+        .filter_map(|&tid| engine.k.task_stat(tid).ok().flatten())
+        .map(|stats| task_totals(&stats, now_ns).cpu_seconds)
+        .sum();
+    Some(record.exited.cpu_seconds + live)
+}

@@ -1,0 +1,133 @@
+//! Per-quantum CPU utilisation of coordinator jobs, from eBPF on-CPU time
+//! deltas between slice switches (seed 001 §2.2: what the predictor needs),
+//! and the split of each job's CPU time into time in its own slots and time
+//! outside them (how well gang slices are enforced).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cosched_proto::{job::JobId, wire::JobUtilisation};
+
+#[derive(Debug, Clone)]
+struct Open {
+    quantum: u64,
+    started_ns: u64,
+    active: BTreeSet<JobId>,
+    cpu: BTreeMap<JobId, f64>,
+}
+
+/// What one ended quantum measured.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QuantumEnd {
+    /// Utilisation of the jobs that were active in the quantum.
+    pub reports: Vec<JobUtilisation>,
+    /// (job, CPU seconds inside its slot, CPU seconds outside it).
+    pub attribution: Vec<(JobId, f64, f64)>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct QuantumTracker {
+    open: Option<Open>,
+}
+
+impl QuantumTracker {
+    /// A switch to `quantum` with `active` jobs happened at `now_ns`, when the
+    /// jobs had used `cpu` seconds in total. Ends the previous quantum.
+    /// `node_cpus` normalises utilisation to the node's capacity.
+    pub fn switch(
+        &mut self,
+        now_ns: u64,
+        quantum: u64,
+        active: BTreeSet<JobId>,
+        cpu: BTreeMap<JobId, f64>,
+        node_cpus: usize,
+    ) -> QuantumEnd {
+        let end = match &self.open {
+            Some(open) if now_ns > open.started_ns => measure(open, now_ns, &cpu, node_cpus),
+            _ => QuantumEnd::default(),
+        };
+        self.open = Some(Open {
+            quantum,
+            started_ns: now_ns,
+            active,
+            cpu,
+        });
+        end
+    }
+
+    /// Slicing stopped (idle, or the coordinator is gone).
+    pub fn reset(&mut self) {
+        self.open = None;
+    }
+}
+
+fn measure(open: &Open, now_ns: u64, cpu: &BTreeMap<JobId, f64>, node_cpus: usize) -> QuantumEnd {
+    let elapsed_s = (now_ns - open.started_ns) as f64 / 1e9;
+    let capacity = elapsed_s * node_cpus.max(1) as f64;
+    let mut end = QuantumEnd::default();
+    for (&job, &total) in cpu {
+        let used = (total - open.cpu.get(&job).copied().unwrap_or(0.0)).max(0.0);
+        if open.active.contains(&job) {
+            end.reports.push(JobUtilisation {
+                job_id: job,
+                quantum: open.quantum,
+                cpu_utilisation: (used / capacity).clamp(0.0, 1.0),
+            });
+            end.attribution.push((job, used, 0.0));
+        } else {
+            end.attribution.push((job, 0.0, used));
+        }
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(entries: &[(JobId, f64)]) -> BTreeMap<JobId, f64> {
+        entries.iter().copied().collect()
+    }
+
+    #[test]
+    fn active_jobs_report_their_share_of_the_quantum() {
+        let mut tracker = QuantumTracker::default();
+        let first = tracker.switch(0, 7, BTreeSet::from([1]), cpu(&[(1, 1.0), (2, 3.0)]), 1);
+        assert_eq!(first, QuantumEnd::default());
+        let end = tracker.switch(
+            100_000_000,
+            8,
+            BTreeSet::from([2]),
+            cpu(&[(1, 1.08), (2, 3.001)]),
+            1,
+        );
+        assert_eq!(end.reports.len(), 1);
+        assert_eq!(end.reports[0].job_id, 1);
+        assert_eq!(end.reports[0].quantum, 7);
+        assert!((end.reports[0].cpu_utilisation - 0.8).abs() < 1e-9);
+        let outside = end.attribution.iter().find(|(job, ..)| *job == 2).unwrap();
+        assert!(
+            (outside.2 - 0.001).abs() < 1e-9,
+            "job 2 ran outside its slot"
+        );
+    }
+
+    #[test]
+    fn utilisation_is_relative_to_the_nodes_cpus_and_bounded() {
+        let mut tracker = QuantumTracker::default();
+        tracker.switch(0, 1, BTreeSet::from([1]), cpu(&[(1, 0.0)]), 2);
+        let end = tracker.switch(1_000_000_000, 2, BTreeSet::new(), cpu(&[(1, 1.0)]), 2);
+        assert!((end.reports[0].cpu_utilisation - 0.5).abs() < 1e-9);
+        tracker.reset();
+        tracker.switch(0, 1, BTreeSet::from([1]), cpu(&[(1, 0.0)]), 1);
+        let end = tracker.switch(1_000, 2, BTreeSet::new(), cpu(&[(1, 5.0)]), 1);
+        assert_eq!(end.reports[0].cpu_utilisation, 1.0);
+    }
+
+    #[test]
+    fn a_job_launched_during_the_quantum_counts_from_zero() {
+        let mut tracker = QuantumTracker::default();
+        tracker.switch(0, 1, BTreeSet::from([5]), BTreeMap::new(), 1);
+        let end = tracker.switch(1_000_000_000, 2, BTreeSet::new(), cpu(&[(5, 0.25)]), 1);
+        assert!((end.reports[0].cpu_utilisation - 0.25).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,260 @@
+//! The admin protocol between `cosched` (the CLI) and the coordinator:
+//! newline-delimited JSON over a Unix socket (mode 0600), one request and one
+//! response per line. Requests are tagged by `op`; unknown ops and fields are
+//! errors.
+
+use std::collections::BTreeMap;
+
+use cosched_proto::wire::JobClass;
+use serde::{Deserialize, Serialize};
+
+use crate::policy::GlobalPolicy;
+
+/// Largest request or response line accepted.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// What the CLI asks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Request {
+    /// Submit a job: allocated in the matrix, or queued.
+    Submit { job: Submission },
+    /// Active (queued and running) jobs; with `all`, recently finished too.
+    Jobs {
+        #[serde(default)]
+        all: bool,
+    },
+    /// One job, active or recently finished.
+    Job { id: u32 },
+    /// Cancel a queued or running job.
+    Cancel { id: u32 },
+    /// The Ousterhout matrix.
+    Matrix,
+    /// The cluster's nodes.
+    Nodes,
+    /// Switch the global policy at run time.
+    SetPolicy { policy: GlobalPolicy },
+    /// Policy, slicing and switch-skew summary.
+    Status,
+}
+
+/// A job as submitted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Submission {
+    /// 1..=64 characters.
+    pub name: String,
+    /// Nodes (ranks) the job needs.
+    pub nodes: usize,
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default = "best_effort")]
+    pub class: JobClass,
+    /// Never paired with another job (paired gang).
+    #[serde(default)]
+    pub exclusive: bool,
+}
+
+fn best_effort() -> JobClass {
+    JobClass::BestEffort
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reply {
+    Submitted { job: JobView },
+    Jobs { jobs: Vec<JobView> },
+    Job { job: JobView },
+    Cancelled { job: JobView },
+    Matrix { matrix: MatrixView },
+    Nodes { nodes: Vec<NodeView> },
+    Policy { policy: GlobalPolicy },
+    Status { status: StatusView },
+}
+
+/// A reply or a human-readable error.
+// Built once per request and serialised at once: boxing the reply would only
+// complicate matching.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Response {
+    Ok(Reply),
+    Error(String),
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStateView {
+    /// Waiting in the FCFS queue for room in the matrix.
+    Queued,
+    /// Holds cells; its ranks are being launched or run.
+    Running,
+    /// Every rank exited with code 0.
+    Completed,
+    /// A rank failed (non-zero exit, signal, launch failure, lost node).
+    Failed,
+    Cancelled,
+}
+
+impl JobStateView {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Queued | Self::Running)
+    }
+}
+
+/// One rank of a job, as the coordinator knows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankView {
+    pub rank: u32,
+    pub node: String,
+    /// `pending` (not yet sent), `launched`, `running` (confirmed by the
+    /// agent), `exited (code 0)`, `lost`, ...
+    pub state: String,
+}
+
+/// A job, for `cosched jobs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobView {
+    pub id: u32,
+    pub name: String,
+    pub state: JobStateView,
+    pub nodes_wanted: usize,
+    /// Node names holding the job's ranks (empty while queued).
+    pub nodes: Vec<String>,
+    pub row: Option<usize>,
+    pub queue_position: Option<usize>,
+    pub class: String,
+    pub exclusive: bool,
+    /// Mean CPU utilisation of the ranks in the job's last measured quantum,
+    /// percent.
+    pub cpu_percent: Option<f64>,
+    /// Predicted utilisation for the next quantum (equation 1), percent.
+    pub predicted_percent: Option<f64>,
+    /// Why the prediction has its value (new job, sharp change, history).
+    pub prediction: Option<String>,
+    /// Paired gang: why the job's row runs alone or with which row.
+    pub pair: Option<String>,
+    pub port: Option<u16>,
+    pub ranks: Vec<RankView>,
+    /// Why the job ended, when it ended badly.
+    pub reason: Option<String>,
+    pub submitted_unix_ms: u64,
+}
+
+/// The Ousterhout matrix, rows × nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixView {
+    pub nodes: Vec<String>,
+    /// `cells[row][node]`: the job holding the cell.
+    pub cells: Vec<Vec<Option<u32>>>,
+    /// Rows of the slice running now.
+    pub active_rows: Vec<usize>,
+    /// Jobs running as alternates in the current slice.
+    pub alternates: Vec<u32>,
+    /// Queued jobs, head first.
+    pub queue: Vec<u32>,
+}
+
+/// One node, for `cosched nodes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub index: usize,
+    pub name: String,
+    pub connected: bool,
+    /// Where the node's job ranks are reached (its registered address).
+    pub address: Option<String>,
+    pub cpus: Vec<u32>,
+    /// Agent clock minus coordinator clock, estimated from heartbeats, ns.
+    pub clock_offset_ns: Option<i64>,
+    pub clock_uncertainty_ns: Option<u64>,
+    /// Jobs holding a cell of the node.
+    pub jobs: Vec<u32>,
+}
+
+/// Summary for `cosched status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusView {
+    pub policy: GlobalPolicy,
+    pub slice_ms: u64,
+    pub switch_lead_us: u64,
+    pub epoch: u64,
+    /// Slices broadcast in this epoch.
+    pub slices: u64,
+    pub nodes_connected: usize,
+    pub nodes: usize,
+    pub jobs_running: usize,
+    pub jobs_queued: usize,
+    /// Cross-node switch skew over recent slices (seconds).
+    pub skew: SkewSummary,
+}
+
+/// Percentiles of the cross-node slice-switch skew of recent slices.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct SkewSummary {
+    pub samples: usize,
+    pub p50_s: f64,
+    pub p99_s: f64,
+    pub max_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip_with_an_op_tag() {
+        let request = Request::Submit {
+            job: Submission {
+                name: "ring".into(),
+                nodes: 2,
+                command: "/bin/true".into(),
+                args: vec![],
+                env: BTreeMap::new(),
+                class: JobClass::BestEffort,
+                exclusive: true,
+            },
+        };
+        let json = serde_json::to_string(&request).unwrap();
+        assert!(json.contains(r#""op":"submit""#), "{json}");
+        assert_eq!(serde_json::from_str::<Request>(&json).unwrap(), request);
+        let json = r#"{"op":"set-policy","policy":"paired-gang"}"#;
+        assert_eq!(
+            serde_json::from_str::<Request>(json).unwrap(),
+            Request::SetPolicy {
+                policy: GlobalPolicy::PairedGang
+            }
+        );
+    }
+
+    #[test]
+    fn a_minimal_submission_defaults_to_best_effort() {
+        let json = r#"{"op":"submit","job":{"name":"a","nodes":1,"command":"x"}}"#;
+        let Request::Submit { job } = serde_json::from_str(json).unwrap() else {
+            panic!("not a submit");
+        };
+        assert_eq!(job.class, JobClass::BestEffort);
+        assert!(!job.exclusive);
+    }
+
+    #[test]
+    fn unknown_ops_and_fields_are_errors() {
+        assert!(serde_json::from_str::<Request>(r#"{"op":"reboot"}"#).is_err());
+        assert!(serde_json::from_str::<Request>(r#"{"op":"cancel","id":1,"force":true}"#).is_err());
+    }
+}

@@ -1,0 +1,333 @@
+//! A job's life: submitted, queued or placed, launched rank by rank, ended
+//! rank by rank, removed from the matrix (which may start queued jobs).
+
+use std::collections::BTreeSet;
+
+use cosched_policy::global::{JobId, JobRequest, NodeIndex, PlacedJob, SubmitOutcome};
+use cosched_proto::wire::{CancelJob, JobExited, LaunchJob, SetPolicy};
+
+use super::{Core, JobRecord, Rank, RankState, rebuild_matrix, validate_submission};
+use crate::{
+    admin::protocol::{JobStateView, JobView, Submission},
+    core::Rotation,
+    policy::GlobalPolicy,
+};
+
+fn policy_id(job: u32) -> JobId {
+    JobId(u64::from(job))
+}
+
+impl Core {
+    /// Admits a job: placed in the matrix (and launched where its nodes are
+    /// ready) or queued.
+    pub fn submit(&mut self, submission: Submission, now_unix_ms: u64) -> Result<JobView, String> {
+        validate_submission(&submission)?;
+        if submission.nodes > self.nodes.len() {
+            return Err(format!(
+                "the job wants {} nodes but the cluster has {}",
+                submission.nodes,
+                self.nodes.len()
+            ));
+        }
+        let id = self.next_job_id;
+        let mut request = JobRequest::new(policy_id(id), submission.nodes);
+        request.exclusive = submission.exclusive;
+        let outcome = self
+            .matrix
+            .submit(request)
+            .map_err(|error| error.to_string())?;
+        self.next_job_id = self.next_job_id.checked_add(1).unwrap_or(1);
+        self.jobs
+            .insert(id, JobRecord::new(id, submission, now_unix_ms));
+        if let SubmitOutcome::Placed(placed) = outcome {
+            self.start_job(&placed);
+        }
+        self.persist();
+        Ok(self.job_view(id).expect("just inserted"))
+    }
+
+    /// A job got cells: give it a port and ranks, launch what can be.
+    pub(super) fn start_job(&mut self, placed: &PlacedJob) {
+        let id = placed.id().0 as u32;
+        let port = self.free_port(id);
+        let Some(job) = self.jobs.get_mut(&id) else {
+            tracing::error!(job = id, "placed job has no record");
+            return;
+        };
+        job.state = JobStateView::Running;
+        job.ranks = placed
+            .columns
+            .iter()
+            .map(|&node| Rank {
+                node,
+                state: RankState::Pending,
+            })
+            .collect();
+        job.port = port;
+        if port.is_none() {
+            let reason = "no free job port (raise job_port_count)".to_string();
+            for rank in &mut job.ranks {
+                rank.state = RankState::Lost {
+                    reason: reason.clone(),
+                };
+            }
+            job.reason = Some(reason);
+            self.finish_job(id);
+            return;
+        }
+        self.launch_job(id);
+        self.persist();
+    }
+
+    /// The lowest free port at or after this job's offset, wrapping, so a
+    /// port just released is not reused at once.
+    fn free_port(&self, job: u32) -> Option<u16> {
+        let count = u32::from(self.config.job_port_count);
+        let used: BTreeSet<u16> = self.jobs.values().filter_map(|job| job.port).collect();
+        (0..count)
+            .map(|step| {
+                let offset = (job % count + step) % count;
+                self.config.job_port_base + offset as u16
+            })
+            .find(|port| !used.contains(port))
+    }
+
+    /// Sends `LaunchJob` for every pending rank of every running job whose
+    /// node is ready (and whose peers' addresses are all known).
+    pub(super) fn launch_pending(&mut self) {
+        let ids: Vec<u32> = self
+            .jobs
+            .values()
+            .filter(|job| {
+                job.state == JobStateView::Running
+                    && job
+                        .ranks
+                        .iter()
+                        .any(|rank| rank.state == RankState::Pending)
+            })
+            .map(|job| job.id)
+            .collect();
+        for id in ids {
+            self.launch_job(id);
+        }
+    }
+
+    fn launch_job(&mut self, id: u32) {
+        let Some(job) = self.jobs.get(&id) else {
+            return;
+        };
+        let Some(port) = job.port else {
+            return;
+        };
+        let addresses: Option<Vec<String>> = job
+            .ranks
+            .iter()
+            .map(|rank| {
+                self.nodes[rank.node]
+                    .record
+                    .address
+                    .map(|ip| std::net::SocketAddr::new(ip, port).to_string())
+            })
+            .collect();
+        let Some(peers) = addresses else {
+            return; // a node never registered: its address is unknown yet
+        };
+        let mut launches = Vec::new();
+        for (index, rank) in job.ranks.iter().enumerate() {
+            if rank.state == RankState::Pending && self.nodes[rank.node].is_ready() {
+                launches.push((
+                    index,
+                    rank.node,
+                    LaunchJob {
+                        job_id: id,
+                        name: job.submission.name.clone(),
+                        rank: index as u32,
+                        size: job.ranks.len() as u32,
+                        peers: peers.clone(),
+                        command: job.submission.command.clone(),
+                        args: job.submission.args.clone(),
+                        env: job.submission.env.clone(),
+                        cpus: Vec::new(),
+                        class: job.submission.class.clone(),
+                        exclusive: job.submission.exclusive,
+                    },
+                ));
+            }
+        }
+        if launches.is_empty() {
+            return;
+        }
+        for (index, node, launch) in launches {
+            self.jobs.get_mut(&id).expect("present").ranks[index].state = RankState::Launched;
+            self.send(node, launch);
+        }
+        self.persist();
+    }
+
+    /// A rank ended on `node`. Reports for unknown jobs, other nodes' ranks
+    /// or ranks already ended are ignored (`Err` says why, for the log).
+    pub fn job_exited(&mut self, node: NodeIndex, exited: &JobExited) -> Result<(), String> {
+        let node_name = self.node_name(node);
+        let job = self
+            .jobs
+            .get_mut(&exited.job_id)
+            .ok_or_else(|| format!("job {} is not active", exited.job_id))?;
+        let rank = job
+            .ranks
+            .get_mut(exited.rank as usize)
+            .filter(|rank| rank.node == node)
+            .ok_or_else(|| {
+                format!(
+                    "job {} has no rank {} on {node_name}",
+                    exited.job_id, exited.rank
+                )
+            })?;
+        if rank.state.is_ended() {
+            return Err(format!(
+                "rank {} of job {} already ended",
+                exited.rank, exited.job_id
+            ));
+        }
+        rank.state = RankState::Exited(exited.status.clone());
+        if let Some(why) = rank.state.failure() {
+            job.reason
+                .get_or_insert_with(|| format!("rank {} on {node_name}: {why}", exited.rank));
+            self.stop_ranks(exited.job_id, "the job failed on another node");
+        }
+        self.persist();
+        self.finish_if_ended(exited.job_id);
+        Ok(())
+    }
+
+    /// Cancels the job's live ranks: `CancelJob` where the node is reachable,
+    /// given up (lost) where it is not.
+    fn stop_ranks(&mut self, id: u32, reason: &str) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        let mut cancel_on = BTreeSet::new();
+        for rank in &mut job.ranks {
+            if rank.state.is_ended() {
+                continue;
+            }
+            if rank.state.may_run() && self.nodes[rank.node].is_up() {
+                cancel_on.insert(rank.node);
+            } else {
+                rank.state = RankState::Lost {
+                    reason: reason.to_string(),
+                };
+            }
+        }
+        for node in cancel_on {
+            self.send(node, CancelJob { job_id: id });
+        }
+    }
+
+    pub(super) fn finish_if_ended(&mut self, id: u32) {
+        if self.jobs.get(&id).is_some_and(JobRecord::all_ranks_ended) {
+            self.finish_job(id);
+        }
+    }
+
+    /// Removes an ended (or cancelled) job from the matrix and starts the
+    /// queued jobs that now fit.
+    fn finish_job(&mut self, id: u32) {
+        let Some(mut job) = self.jobs.remove(&id) else {
+            return;
+        };
+        if job.state != JobStateView::Cancelled {
+            let failure = job.first_failure(|node| self.node_name(node));
+            job.state = match failure {
+                None => JobStateView::Completed,
+                Some(why) => {
+                    job.reason.get_or_insert(why);
+                    JobStateView::Failed
+                }
+            };
+        }
+        self.predictor.forget(policy_id(id));
+        self.util.forget(id);
+        let started = match self.matrix.remove(policy_id(id)) {
+            Ok(outcome) => outcome.started,
+            Err(error) => {
+                tracing::error!(job = id, "removing a finished job: {error}");
+                Vec::new()
+            }
+        };
+        tracing::info!(job = id, state = job.state.as_str(), reason = ?job.reason, "job ended");
+        self.finished.push_back(job);
+        while self.finished.len() > self.config.finished_retention {
+            self.finished.pop_front();
+        }
+        for placed in started {
+            self.start_job(&placed);
+        }
+        self.persist();
+    }
+
+    /// Cancels a queued or running job: its ranks are killed where their
+    /// node is reachable and it leaves the matrix at once.
+    pub fn cancel(&mut self, id: u32) -> Result<JobView, String> {
+        let Some(job) = self.jobs.get(&id) else {
+            return Err(match self.finished.iter().find(|job| job.id == id) {
+                Some(job) => format!("job {id} already ended ({})", job.state.as_str()),
+                None => format!("unknown job {id}"),
+            });
+        };
+        let was_running = job.state == JobStateView::Running;
+        if was_running {
+            let live: BTreeSet<NodeIndex> = job
+                .ranks
+                .iter()
+                .filter(|rank| rank.state.may_run())
+                .map(|rank| rank.node)
+                .collect();
+            for node in live {
+                self.send(node, CancelJob { job_id: id });
+            }
+        }
+        let job = self.jobs.get_mut(&id).expect("checked above");
+        for rank in &mut job.ranks {
+            if !rank.state.is_ended() {
+                rank.state = RankState::Lost {
+                    reason: "cancelled".into(),
+                };
+            }
+        }
+        job.state = JobStateView::Cancelled;
+        job.reason = Some("cancelled by the user".into());
+        let view = self.job_view(id).expect("still active");
+        self.finish_job(id);
+        Ok(view)
+    }
+
+    /// Switches the global policy: the matrix is rebuilt when the number of
+    /// rows changes, the rotation restarts in a new epoch, and every agent is
+    /// told.
+    pub fn set_policy(&mut self, policy: GlobalPolicy) -> Result<(), String> {
+        if policy == self.policy {
+            return Ok(());
+        }
+        let (matrix, started) = rebuild_matrix(&self.matrix, self.config.matrix_config(policy))?;
+        self.matrix = matrix;
+        self.policy = policy;
+        self.rotation = Rotation::new(policy, self.config.pairing);
+        self.epoch += 1;
+        self.slice_counter = 0;
+        self.util.clear();
+        tracing::info!(%policy, epoch = self.epoch, "global policy switched");
+        for node in 0..self.nodes.len() {
+            self.send(
+                node,
+                SetPolicy {
+                    policy: policy.as_str().into(),
+                },
+            );
+        }
+        for placed in started {
+            self.start_job(&placed);
+        }
+        self.persist();
+        Ok(())
+    }
+}

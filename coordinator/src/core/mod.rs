@@ -1,0 +1,332 @@
+//! The coordinator's decisions, free of I/O: jobs, the matrix, nodes and
+//! their clocks, the rotation, utilisation and switch skew.
+//!
+//! The daemon feeds in what happened (an admin request, an agent's message,
+//! a slice boundary) with the current time, then drains the [`Effect`]s:
+//! messages to send to nodes, and "persist the state now".
+//!
+//! Conventions shared with the agent (see `cosched_agent::coord`):
+//! - after `Register` the agent sends the coordinator jobs it runs as a
+//!   [`UtilReport`] whose entries carry the quantum [`INVENTORY_QUANTUM`]
+//!   (an empty report is an empty inventory); nothing is launched on a node
+//!   before its inventory reconciled the state;
+//! - `SetPolicy.policy` is the global policy's name (`fcfs`, `gang`,
+//!   `paired-gang`, `fcs`), from which the agent derives how it enforces
+//!   slices;
+//! - a `SwitchSlice` without rows ends gang mode (nothing is placed).
+
+mod jobs;
+mod lifecycle;
+mod membership;
+mod nodes;
+mod rebuild;
+mod rotation;
+mod skew;
+mod slicing;
+mod utilization;
+mod views;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use cosched_policy::global::{
+    Matrix, MatrixConfig, NodeIndex, PairingConfig, UtilizationPredictor,
+};
+use cosched_proto::wire::Message;
+use serde::{Deserialize, Serialize};
+
+pub use jobs::{JobRecord, Rank, RankState, validate_submission};
+pub use nodes::{Link, NodeRecord, NodeState};
+pub use rebuild::rebuild_matrix;
+pub use rotation::{NextSlice, Rotation};
+pub use skew::{SkewTracker, SwitchObservation};
+pub use utilization::{QuantumSamples, UtilAggregator};
+
+use crate::{config::Config, policy::GlobalPolicy};
+
+/// The quantum number marking a `UtilReport` as the agent's inventory of
+/// running coordinator jobs (sent once after every `Register`).
+pub const INVENTORY_QUANTUM: u64 = u64::MAX;
+
+/// Version of the state file layout.
+pub const STATE_VERSION: u32 = 1;
+
+/// Something the daemon must do after a call into the core.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Send `message` to `node`'s agent (dropped if it is not connected).
+    Send { node: NodeIndex, message: Message },
+    /// The persisted state changed: write it.
+    Persist,
+}
+
+/// The part of the configuration the core needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CoreConfig {
+    pub nodes: Vec<String>,
+    pub policy: GlobalPolicy,
+    pub max_rows: usize,
+    pub allocation: cosched_policy::global::ColumnAllocation,
+    pub queue: cosched_policy::global::QueuePolicy,
+    pub pairing: PairingConfig,
+    pub job_port_base: u16,
+    pub job_port_count: u16,
+    pub finished_retention: usize,
+}
+
+impl From<&Config> for CoreConfig {
+    fn from(config: &Config) -> Self {
+        Self {
+            nodes: config.nodes.clone(),
+            policy: config.policy,
+            max_rows: config.max_rows,
+            allocation: config.allocation,
+            queue: config.queue,
+            pairing: config.paired,
+            job_port_base: config.job_port_base,
+            job_port_count: config.job_port_count,
+            finished_retention: config.finished_retention,
+        }
+    }
+}
+
+impl CoreConfig {
+    /// The matrix shape for `policy`: one row for space sharing.
+    pub fn matrix_config(&self, policy: GlobalPolicy) -> MatrixConfig {
+        MatrixConfig {
+            nodes: self.nodes.len(),
+            max_rows: if policy.is_space_sharing() {
+                1
+            } else {
+                self.max_rows
+            },
+            allocation: self.allocation,
+            queue: self.queue,
+            repack_rows: true,
+        }
+    }
+}
+
+/// Everything that survives a coordinator restart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersistedState {
+    pub version: u32,
+    pub policy: GlobalPolicy,
+    pub epoch: u64,
+    pub next_job_id: u32,
+    pub matrix: Matrix,
+    pub nodes: Vec<NodeRecord>,
+    pub jobs: Vec<JobRecord>,
+    pub finished: Vec<JobRecord>,
+    pub predictor: UtilizationPredictor,
+}
+
+/// The slice that runs now, for views.
+#[derive(Debug, Clone, PartialEq)]
+struct CurrentSlice {
+    rows: Vec<usize>,
+    alternates: Vec<u32>,
+}
+
+#[derive(Debug)]
+pub struct Core {
+    config: CoreConfig,
+    policy: GlobalPolicy,
+    epoch: u64,
+    next_job_id: u32,
+    matrix: Matrix,
+    nodes: Vec<NodeState>,
+    jobs: BTreeMap<u32, JobRecord>,
+    finished: VecDeque<JobRecord>,
+    predictor: UtilizationPredictor,
+    rotation: Rotation,
+    /// Slices broadcast in this epoch; the next slice's number.
+    slice_counter: u64,
+    /// `None` while idle (no job holds cells).
+    current: Option<CurrentSlice>,
+    /// An idle switch (leave gang mode) has been broadcast since the last
+    /// real slice.
+    idle_sent: bool,
+    util: UtilAggregator,
+    skew: SkewTracker,
+    out: Vec<Effect>,
+}
+
+impl Core {
+    /// A fresh coordinator: empty matrix, no jobs.
+    pub fn new(config: CoreConfig) -> Result<Self, String> {
+        let matrix =
+            Matrix::new(config.matrix_config(config.policy)).map_err(|error| error.to_string())?;
+        let nodes = config
+            .nodes
+            .iter()
+            .map(|name| {
+                NodeState::new(NodeRecord {
+                    name: name.clone(),
+                    address: None,
+                    cpus: Vec::new(),
+                })
+            })
+            .collect();
+        Ok(Self {
+            policy: config.policy,
+            rotation: Rotation::new(config.policy, config.pairing),
+            epoch: 1,
+            next_job_id: 1,
+            matrix,
+            nodes,
+            jobs: BTreeMap::new(),
+            finished: VecDeque::new(),
+            predictor: UtilizationPredictor::default(),
+            slice_counter: 0,
+            current: None,
+            idle_sent: false,
+            util: UtilAggregator::default(),
+            skew: SkewTracker::default(),
+            out: Vec::new(),
+            config,
+        })
+    }
+
+    /// The coordinator after a restart: the persisted matrix and jobs under
+    /// the (possibly changed) configuration, in a new epoch. Nodes are down
+    /// until their agents register again and confirm their jobs.
+    pub fn restore(config: CoreConfig, state: PersistedState) -> Result<Self, String> {
+        if state.version != STATE_VERSION {
+            return Err(format!(
+                "state file version {} is not {STATE_VERSION}",
+                state.version
+            ));
+        }
+        let names: Vec<&String> = state.nodes.iter().map(|node| &node.name).collect();
+        if names != config.nodes.iter().collect::<Vec<_>>() {
+            return Err(format!(
+                "the state file's nodes {names:?} differ from the configured nodes {:?}; \
+                 move the state file away to start afresh",
+                config.nodes
+            ));
+        }
+        let mut core = Self::new(config)?;
+        let (matrix, started) =
+            rebuild_matrix(&state.matrix, core.config.matrix_config(core.policy))?;
+        core.matrix = matrix;
+        core.epoch = state.epoch + 1;
+        core.next_job_id = state.next_job_id;
+        core.nodes = state.nodes.into_iter().map(NodeState::new).collect();
+        core.jobs = state.jobs.into_iter().map(|job| (job.id, job)).collect();
+        core.finished = state.finished.into();
+        core.predictor = state.predictor;
+        for placed in started {
+            core.start_job(&placed);
+        }
+        core.check_consistency()?;
+        core.out.push(Effect::Persist);
+        Ok(core)
+    }
+
+    /// The state to persist.
+    pub fn snapshot(&self) -> PersistedState {
+        PersistedState {
+            version: STATE_VERSION,
+            policy: self.policy,
+            epoch: self.epoch,
+            next_job_id: self.next_job_id,
+            matrix: self.matrix.clone(),
+            nodes: self.nodes.iter().map(|node| node.record.clone()).collect(),
+            jobs: self.jobs.values().cloned().collect(),
+            finished: self.finished.iter().cloned().collect(),
+            predictor: self.predictor.clone(),
+        }
+    }
+
+    /// What the daemon must do now.
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.out)
+    }
+
+    pub fn policy(&self) -> GlobalPolicy {
+        self.policy
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn matrix(&self) -> &Matrix {
+        &self.matrix
+    }
+
+    pub fn node(&self, index: NodeIndex) -> &NodeState {
+        &self.nodes[index]
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn job(&self, id: u32) -> Option<&JobRecord> {
+        self.jobs.get(&id)
+    }
+
+    pub fn predictor(&self) -> &UtilizationPredictor {
+        &self.predictor
+    }
+
+    fn node_name(&self, node: NodeIndex) -> String {
+        self.nodes
+            .get(node)
+            .map_or_else(|| format!("node {node}"), |state| state.record.name.clone())
+    }
+
+    fn send(&mut self, node: NodeIndex, message: impl Into<Message>) {
+        if self.nodes[node].is_up() {
+            self.out.push(Effect::Send {
+                node,
+                message: message.into(),
+            });
+        }
+    }
+
+    fn persist(&mut self) {
+        if self.out.last() != Some(&Effect::Persist) {
+            self.out.push(Effect::Persist);
+        }
+    }
+
+    /// Every active job is in the matrix as its state says, and back.
+    fn check_consistency(&self) -> Result<(), String> {
+        use crate::admin::protocol::JobStateView;
+        for job in self.jobs.values() {
+            let id = cosched_policy::global::JobId(u64::from(job.id));
+            let in_matrix = match job.state {
+                JobStateView::Queued => self.matrix.queue_position(id).is_some(),
+                JobStateView::Running => self.matrix.placement(id).is_some_and(|placed| {
+                    placed.columns.len() == job.ranks.len()
+                        && placed
+                            .columns
+                            .iter()
+                            .zip(&job.ranks)
+                            .all(|(&column, rank)| column == rank.node)
+                }),
+                _ => false,
+            };
+            if !in_matrix {
+                return Err(format!(
+                    "state file: job {} ({}) does not match the matrix",
+                    job.id,
+                    job.state.as_str()
+                ));
+            }
+        }
+        let held = self.matrix.placed_jobs().count() + self.matrix.queued_jobs().count();
+        if held != self.jobs.len() {
+            return Err(format!(
+                "state file: the matrix holds {held} jobs but {} are recorded",
+                self.jobs.len()
+            ));
+        }
+        Ok(())
+    }
+}

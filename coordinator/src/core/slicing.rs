@@ -1,0 +1,186 @@
+//! Time slicing: computing each slice, telling every agent what runs on its
+//! node and when (in its own clock), and learning from what they report
+//! back (switch instants, per-quantum utilisation).
+
+use std::collections::BTreeSet;
+
+use cosched_policy::global::{JobId, NodeIndex, Slice};
+use cosched_proto::wire::{SliceSwitched, SwitchSlice, UtilReport};
+
+use super::{Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation};
+
+/// What a `UtilReport` is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UtilKind {
+    /// The agent's running coordinator jobs (after `Register`).
+    Inventory(BTreeSet<u32>),
+    Quanta,
+}
+
+/// Tells an inventory from per-quantum reports: an empty report, or one
+/// whose entries all carry [`INVENTORY_QUANTUM`].
+pub fn classify_util_report(report: &UtilReport) -> UtilKind {
+    if report
+        .jobs
+        .iter()
+        .all(|job| job.quantum == INVENTORY_QUANTUM)
+    {
+        UtilKind::Inventory(report.jobs.iter().map(|job| job.job_id).collect())
+    } else {
+        UtilKind::Quanta
+    }
+}
+
+impl Core {
+    /// Computes the slice that starts at `start_ns` (coordinator clock) and
+    /// queues a `SwitchSlice` for every ready node. Returns observations of
+    /// slices closed without all their reports.
+    pub fn plan_slice(&mut self, start_ns: u64) -> Vec<SwitchObservation> {
+        for samples in self.util.flush_before(self.slice_counter) {
+            self.learn_quantum(&samples);
+        }
+        let next = self.rotation.next(&mut self.matrix, &self.predictor);
+        let ready: Vec<NodeIndex> = (0..self.nodes.len())
+            .filter(|&node| self.nodes[node].is_ready())
+            .collect();
+        let Some(next) = next else {
+            self.current = None;
+            if self.idle_sent || ready.is_empty() {
+                return Vec::new();
+            }
+            self.idle_sent = true;
+            return self.broadcast(start_ns, &ready, &[], |_| Vec::new());
+        };
+        if !next.row_moves.is_empty() {
+            tracing::debug!(moves = ?next.row_moves, "slot homogeneity moved jobs");
+            self.persist();
+        }
+        self.idle_sent = false;
+        let slice = next.slice;
+        let rows: Vec<u32> = slice.rows.rows().iter().map(|&row| row as u32).collect();
+        self.current = Some(CurrentSlice {
+            rows: slice.rows.rows(),
+            alternates: slice
+                .alternates
+                .iter()
+                .map(|run| run.job.0 as u32)
+                .collect(),
+        });
+        let active: Vec<Vec<u32>> = (0..self.nodes.len())
+            .map(|node| self.active_on(&slice, node))
+            .collect();
+        self.broadcast(start_ns, &ready, &rows, |node| active[node].clone())
+    }
+
+    fn broadcast(
+        &mut self,
+        start_ns: u64,
+        ready: &[NodeIndex],
+        rows: &[u32],
+        active: impl Fn(NodeIndex) -> Vec<u32>,
+    ) -> Vec<SwitchObservation> {
+        let number = self.slice_counter;
+        self.slice_counter += 1;
+        let strict = self.policy.strict_switches();
+        for &node in ready {
+            let message = SwitchSlice {
+                epoch: self.epoch,
+                slice: number,
+                rows: rows.to_vec(),
+                active_jobs: active(node),
+                apply_at_ns: self.nodes[node].to_agent_clock(start_ns),
+                strict,
+            };
+            self.send(node, message);
+        }
+        self.skew.expect(
+            self.epoch,
+            number,
+            start_ns,
+            ready.iter().copied().collect(),
+        )
+    }
+
+    /// The jobs that run on `node` in `slice`: the active rows' job first
+    /// (the slot owner, for FCS), then alternates; ranks that ended are left
+    /// out.
+    fn active_on(&self, slice: &Slice, node: NodeIndex) -> Vec<u32> {
+        let owners = slice
+            .rows
+            .rows()
+            .into_iter()
+            .filter_map(|row| self.matrix.cell(row, node));
+        let alternates = slice.alternates.iter().map(|run| run.job);
+        let mut seen = BTreeSet::new();
+        owners
+            .chain(alternates)
+            .filter(|job| slice.active_on(node).contains(job))
+            .map(|JobId(job)| job as u32)
+            .filter(|job| seen.insert(*job))
+            .filter(|job| {
+                self.jobs.get(job).is_some_and(|record| {
+                    record
+                        .rank_on(node)
+                        .is_some_and(|rank| !record.ranks[rank].state.is_ended())
+                })
+            })
+            .collect()
+    }
+
+    /// Per-quantum utilisation from `node`; an inventory is handed to
+    /// [`Core::inventory`].
+    pub fn util_report(&mut self, node: NodeIndex, report: &UtilReport) {
+        if let UtilKind::Inventory(running) = classify_util_report(report) {
+            self.inventory(node, &running);
+            return;
+        }
+        for entry in &report.jobs {
+            let Some(job) = self.jobs.get(&entry.job_id) else {
+                continue;
+            };
+            if job.rank_on(node).is_none() || entry.quantum == INVENTORY_QUANTUM {
+                continue;
+            }
+            let expected = job.ranks.len();
+            if let Some(samples) = self.util.add(
+                entry.job_id,
+                entry.quantum,
+                node,
+                entry.cpu_utilisation * 100.0,
+                expected,
+            ) {
+                self.learn_quantum(&samples);
+            }
+        }
+    }
+
+    fn learn_quantum(&mut self, samples: &QuantumSamples) {
+        let Some(job) = self.jobs.get_mut(&samples.job) else {
+            return;
+        };
+        job.last_cpu_percent =
+            Some(samples.percents.iter().sum::<f64>() / samples.percents.len().max(1) as f64);
+        if let Err(error) = self
+            .predictor
+            .observe_quantum(JobId(u64::from(samples.job)), &samples.percents)
+        {
+            tracing::warn!(job = samples.job, "utilisation sample refused: {error}");
+        }
+    }
+
+    /// `node` reports when it switched; returns the lateness and, once
+    /// every node reported, the slice's skew.
+    pub fn slice_switched(
+        &mut self,
+        node: NodeIndex,
+        switched: &SliceSwitched,
+    ) -> Vec<SwitchObservation> {
+        let at = self.nodes[node].to_coordinator_clock(switched.switched_at_ns);
+        self.skew.switched(switched.epoch, switched.slice, node, at)
+    }
+
+    /// Slices broadcast in this epoch.
+    pub fn slices_sent(&self) -> u64 {
+        self.slice_counter
+    }
+}

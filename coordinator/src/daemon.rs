@@ -1,0 +1,374 @@
+//! The coordinator's async edge: the agent listener, the admin socket, the
+//! metrics endpoint and the slice clock, all feeding one [`Core`] owned by
+//! the main loop.
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use anyhow::Context as _;
+use cosched_proto::wire::{Message, Role, SessionConfig};
+use tokio::{
+    signal::unix::{SignalKind, signal},
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
+
+use crate::{
+    admin::{
+        self,
+        protocol::{JobStateView, Reply, Request, Response},
+    },
+    clock::{monotonic_ns, unix_ms},
+    config::Config,
+    core::{Core, CoreConfig, Effect},
+    metrics::Metrics,
+    net::{ConnContext, ConnEvent, Outgoing, accept_loop},
+    persist::{self, Persister},
+};
+
+/// How long an agent has to complete the handshake and register.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+struct Connection {
+    node: usize,
+    outbox: mpsc::Sender<Outgoing>,
+}
+
+struct Daemon {
+    config: Config,
+    core: Core,
+    metrics: Metrics,
+    persister: Persister,
+    connections: HashMap<u64, Connection>,
+    /// The registered connection of each node.
+    node_conn: Vec<Option<u64>>,
+}
+
+/// Builds the core from the state file (or empty) under `config`.
+pub fn load_core(config: &Config) -> anyhow::Result<Core> {
+    let core_config = CoreConfig::from(config);
+    match persist::load(&config.state_file)? {
+        Some(state) => {
+            let core = Core::restore(core_config, state).map_err(anyhow::Error::msg)?;
+            tracing::info!(
+                state = %config.state_file.display(),
+                epoch = core.epoch(),
+                jobs = core.jobs_view(false).len(),
+                "restored the matrix and jobs; waiting for agents to confirm them"
+            );
+            Ok(core)
+        }
+        None => Core::new(core_config).map_err(anyhow::Error::msg),
+    }
+}
+
+/// Runs the coordinator until SIGTERM/SIGINT.
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    let secret = config.load_secret()?;
+    let core = load_core(&config)?;
+    let metrics = Metrics::new();
+
+    let agents = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding the agent listener {}", config.listen))?;
+    let metrics_listener = tokio::net::TcpListener::bind(config.metrics_listen)
+        .await
+        .with_context(|| format!("binding the metrics endpoint {}", config.metrics_listen))?;
+    let admin_listener = admin::server::bind(&config.admin_socket)?;
+    tokio::spawn(crate::metrics::serve(
+        metrics_listener,
+        metrics.registry().clone(),
+    ));
+    let (calls_tx, mut calls) = mpsc::channel::<admin::server::Call>(64);
+    tokio::spawn(admin::server::serve(admin_listener, calls_tx));
+
+    let (events_tx, mut events) = mpsc::channel::<ConnEvent>(4096);
+    let context = Arc::new(ConnContext {
+        session: SessionConfig::new(Role::Coordinator, "coordinator", secret),
+        events: events_tx,
+        metrics: metrics.clone(),
+        heartbeat_interval: config.heartbeat_interval(),
+        heartbeat_timeout: config.heartbeat_timeout(),
+        handshake_timeout: HANDSHAKE_TIMEOUT,
+    });
+    tokio::spawn(accept_loop(agents, context, 4 * config.nodes.len() + 16));
+
+    let write_errors = metrics.state_write_errors.clone();
+    let persister = Persister::start(config.state_file.clone(), move |error| {
+        write_errors.inc();
+        tracing::error!("{error}");
+    });
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut daemon = Daemon {
+        node_conn: vec![None; config.nodes.len()],
+        config,
+        core,
+        metrics,
+        persister,
+        connections: HashMap::new(),
+    };
+    daemon.apply_effects();
+    tracing::info!(
+        listen = %daemon.config.listen,
+        admin = %daemon.config.admin_socket.display(),
+        metrics = %daemon.config.metrics_listen,
+        policy = %daemon.core.policy(),
+        slice_ms = daemon.config.slice_ms,
+        nodes = ?daemon.config.nodes,
+        "cosched coordinator running"
+    );
+
+    let slice_ns = daemon.config.slice().as_nanos() as u64;
+    let lead_ns = daemon.config.switch_lead().as_nanos() as u64;
+    let mut next_start_ns = monotonic_ns() + slice_ns;
+    loop {
+        let plan_at = instant_at(next_start_ns.saturating_sub(lead_ns));
+        tokio::select! {
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+            Some(event) = events.recv() => daemon.on_event(event),
+            Some((request, reply)) = calls.recv() => daemon.on_admin(request, reply),
+            () = tokio::time::sleep_until(plan_at) => {
+                let now = monotonic_ns();
+                if next_start_ns < now + lead_ns / 2 {
+                    // Fell behind (a stalled loop): announce the next switch
+                    // with a full lead instead of one already late.
+                    next_start_ns = now + lead_ns;
+                }
+                daemon.plan(next_start_ns);
+                next_start_ns += slice_ns;
+            }
+        }
+    }
+
+    tracing::info!("shutting down: writing the state");
+    let Daemon {
+        core,
+        persister,
+        config,
+        ..
+    } = daemon;
+    persister.save(&core.snapshot());
+    persister.finish();
+    let _ = std::fs::remove_file(&config.admin_socket);
+    Ok(())
+}
+
+/// The tokio instant of a CLOCK_MONOTONIC time (both count the same clock).
+fn instant_at(monotonic: u64) -> Instant {
+    Instant::now() + Duration::from_nanos(monotonic.saturating_sub(monotonic_ns()))
+}
+
+impl Daemon {
+    fn plan(&mut self, start_ns: u64) {
+        let observations = self.core.plan_slice(start_ns);
+        self.metrics.observe(&observations);
+        self.metrics.slices.inc();
+        self.apply_effects();
+    }
+
+    fn apply_effects(&mut self) {
+        let mut persist = false;
+        for effect in self.core.take_effects() {
+            match effect {
+                Effect::Send { node, message } => self.send(node, message),
+                Effect::Persist => persist = true,
+            }
+        }
+        if persist {
+            self.persister.save(&self.core.snapshot());
+        }
+        self.update_gauges();
+    }
+
+    fn send(&mut self, node: usize, message: Message) {
+        let Some(conn) = self.node_conn[node] else {
+            return;
+        };
+        let Some(connection) = self.connections.get(&conn) else {
+            return;
+        };
+        if let Err(error) = connection.outbox.try_send(Outgoing::Message(message)) {
+            tracing::warn!(
+                node = %self.config.nodes[node],
+                "agent connection is not keeping up ({error}); closing it"
+            );
+            self.connections.remove(&conn);
+            self.node_conn[node] = None;
+        }
+    }
+
+    fn update_gauges(&self) {
+        let jobs = self.core.jobs_view(false);
+        for state in [JobStateView::Queued, JobStateView::Running] {
+            let count = jobs.iter().filter(|job| job.state == state).count();
+            self.metrics
+                .jobs
+                .with_label_values(&[state.as_str()])
+                .set(count as i64);
+        }
+        self.metrics
+            .nodes_connected
+            .set(self.node_conn.iter().flatten().count() as i64);
+    }
+
+    fn on_event(&mut self, event: ConnEvent) {
+        match event {
+            ConnEvent::Registered {
+                conn,
+                register,
+                peer,
+                outbox,
+            } => match self.core.register(&register, peer.ip(), conn) {
+                Ok(node) => {
+                    if let Some(old) = self.node_conn[node].replace(conn) {
+                        // Dropping its outbox ends the older connection.
+                        self.connections.remove(&old);
+                    }
+                    self.connections.insert(conn, Connection { node, outbox });
+                    self.metrics
+                        .connections
+                        .with_label_values(&["registered"])
+                        .inc();
+                }
+                Err(why) => {
+                    let _ = outbox.try_send(Outgoing::Refuse(why));
+                }
+            },
+            ConnEvent::Message {
+                conn,
+                message,
+                received_ns,
+            } => {
+                if let Some(node) = self.connections.get(&conn).map(|c| c.node) {
+                    self.on_message(node, message, received_ns);
+                }
+            }
+            ConnEvent::Closed { conn, reason } => {
+                if let Some(connection) = self.connections.remove(&conn) {
+                    tracing::info!(node = %self.config.nodes[connection.node], %reason, "agent gone");
+                    if self.node_conn[connection.node] == Some(conn) {
+                        self.node_conn[connection.node] = None;
+                    }
+                }
+                for node in 0..self.node_conn.len() {
+                    let observations = self.core.disconnected(node, conn);
+                    self.metrics.observe(&observations);
+                }
+            }
+        }
+        self.apply_effects();
+    }
+
+    fn on_message(&mut self, node: usize, message: Message, received_ns: u64) {
+        let name = &self.config.nodes[node];
+        match message {
+            Message::HeartbeatReply(reply) => {
+                match self.core.heartbeat_reply(node, &reply, received_ns) {
+                    Ok(estimate) => {
+                        self.metrics
+                            .clock_offset
+                            .with_label_values(&[name])
+                            .set(estimate.offset_ns as f64 / 1e9);
+                        self.metrics
+                            .clock_uncertainty
+                            .with_label_values(&[name])
+                            .set(estimate.uncertainty_ns as f64 / 1e9);
+                    }
+                    Err(error) => {
+                        tracing::debug!(node = %name, "heartbeat sample refused: {error}")
+                    }
+                }
+            }
+            Message::JobExited(exited) => {
+                tracing::info!(node = %name, job = exited.job_id, rank = exited.rank, status = ?exited.status, "rank exited");
+                if let Err(why) = self.core.job_exited(node, &exited) {
+                    tracing::debug!(node = %name, "exit report ignored: {why}");
+                }
+            }
+            Message::UtilReport(report) => self.core.util_report(node, &report),
+            Message::SliceSwitched(switched) => {
+                let observations = self.core.slice_switched(node, &switched);
+                self.metrics.observe(&observations);
+            }
+            Message::Error(report) => {
+                tracing::warn!(node = %name, reason = %report.reason, "agent reported an error");
+            }
+            other => {
+                self.metrics
+                    .wire_rejected
+                    .with_label_values(&["unexpected_message"])
+                    .inc();
+                tracing::warn!(node = %name, kind = %other.kind(), "unexpected message from an agent");
+            }
+        }
+    }
+
+    fn on_admin(&mut self, request: Request, reply: oneshot::Sender<Response>) {
+        let op = op_name(&request);
+        let result = self.answer(request);
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        self.metrics
+            .admin_requests
+            .with_label_values(&[op, outcome])
+            .inc();
+        let response = match result {
+            Ok(answer) => Response::Ok(answer),
+            Err(message) => Response::Error(message),
+        };
+        let _ = reply.send(response);
+        self.apply_effects();
+    }
+
+    fn answer(&mut self, request: Request) -> Result<Reply, String> {
+        Ok(match request {
+            Request::Submit { job } => {
+                let job = self.core.submit(job, unix_ms())?;
+                self.metrics.jobs_submitted.inc();
+                tracing::info!(job = job.id, name = %job.name, state = job.state.as_str(), "job submitted");
+                Reply::Submitted { job }
+            }
+            Request::Jobs { all } => Reply::Jobs {
+                jobs: self.core.jobs_view(all),
+            },
+            Request::Job { id } => Reply::Job {
+                job: self
+                    .core
+                    .job_view(id)
+                    .ok_or_else(|| format!("unknown job {id}"))?,
+            },
+            Request::Cancel { id } => Reply::Cancelled {
+                job: self.core.cancel(id)?,
+            },
+            Request::Matrix => Reply::Matrix {
+                matrix: self.core.matrix_view(),
+            },
+            Request::Nodes => Reply::Nodes {
+                nodes: self.core.nodes_view(),
+            },
+            Request::SetPolicy { policy } => {
+                self.core.set_policy(policy)?;
+                Reply::Policy { policy }
+            }
+            Request::Status => Reply::Status {
+                status: self.core.status_view(
+                    self.config.slice_ms,
+                    self.config.switch_lead().as_micros() as u64,
+                ),
+            },
+        })
+    }
+}
+
+fn op_name(request: &Request) -> &'static str {
+    match request {
+        Request::Submit { .. } => "submit",
+        Request::Jobs { .. } => "jobs",
+        Request::Job { .. } => "job",
+        Request::Cancel { .. } => "cancel",
+        Request::Matrix => "matrix",
+        Request::Nodes => "nodes",
+        Request::SetPolicy { .. } => "set-policy",
+        Request::Status => "status",
+    }
+}
