@@ -529,6 +529,18 @@ impl<K: Kernel> Engine<K> {
                     self.k.cont(tid)?;
                 }
             }
+            // With autogroup scheduling a job's session is its own CFS group:
+            // a demoted task's group weight goes down with it.
+            let low = |l: Level| matches!(l, Level::Demote | Level::Background);
+            if low(level) != low(prev) && self.k.group_nice(tid)?.is_some() {
+                let nice = if low(level) {
+                    self.ledger.will_set_group_nice(&self.k, tid)?;
+                    19
+                } else {
+                    self.ledger.get(tid).and_then(|e| e.group_nice).unwrap_or(0)
+                };
+                self.k.set_group_nice(tid, nice)?;
+            }
             if level.is_boost() != prev.is_boost() {
                 let flags = if level.is_boost() {
                     self.boost_watch
@@ -985,6 +997,7 @@ mod tests {
         }));
         assert!(e.k.tasks[&100].stopped, "strict mode stops the other job");
         assert_eq!(e.k.attr(200), SchedAttr::other(0));
+        assert_eq!(e.k.tasks[&200].group_nice, 0, "back to its group weight");
         e.set_gang(None);
         assert!(!e.k.tasks[&100].stopped);
         assert_eq!(e.k.attr(100), SchedAttr::other(0));

@@ -106,11 +106,11 @@ pub fn spawn_gated(
     // between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
-            // Own process group, so `kill(-pid)` reaches the whole job. Not a
-            // new session: with autogroup scheduling every session is its own
-            // CFS group, which would make a job's tasks compete as a group and
-            // defeat SCHED_IDLE demotion against the node's other jobs.
-            libc::setpgid(0, 0);
+            // Own session, as a resource manager starts a job step: a signal
+            // to the agent's terminal does not reach the job, `kill(-pid)`
+            // reaches all of it, and with autogroup scheduling the job is its
+            // own CFS group (demotion lowers that group's weight too).
+            libc::setsid();
             if libc::dup2(rd_raw, GATE_FD) < 0 {
                 return Err(io::Error::last_os_error());
             }

@@ -22,6 +22,9 @@ pub struct Entry {
     pub original: SchedAttr,
     /// The agent stopped this task at least once: restoring sends SIGCONT.
     pub ever_stopped: bool,
+    /// Nice of the task's autogroup before the agent first changed it.
+    #[serde(default)]
+    pub group_nice: Option<i32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -103,6 +106,7 @@ impl RestoreLedger {
                 task,
                 original,
                 ever_stopped: false,
+                group_nice: None,
             },
         );
         self.persist()?;
@@ -128,6 +132,7 @@ impl RestoreLedger {
                 task,
                 original: p.original,
                 ever_stopped: false,
+                group_nice: None,
             },
         );
         self.persist()?;
@@ -143,6 +148,24 @@ impl RestoreLedger {
             self.persist()?;
         }
         Ok(())
+    }
+
+    /// Notes (durably) the nice of the task's autogroup before the agent first
+    /// changes it.
+    pub fn will_set_group_nice(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<()> {
+        self.original(k, tid)?;
+        if self
+            .entries
+            .get(&tid)
+            .is_some_and(|e| e.group_nice.is_some())
+        {
+            return Ok(());
+        }
+        let nice = k.group_nice(tid)?;
+        if let Some(e) = self.entries.get_mut(&tid) {
+            e.group_nice = nice;
+        }
+        self.persist()
     }
 
     /// The task exited: nothing to restore any more.
@@ -211,6 +234,11 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
         if k.get_attr(tid)? != e.original {
             k.set_attr(tid, &e.original)?;
         }
+        if let Some(nice) = e.group_nice
+            && k.group_nice(tid)? != Some(nice)
+        {
+            k.set_group_nice(tid, nice)?;
+        }
         if e.ever_stopped {
             k.cont(tid)?;
         }
@@ -266,6 +294,18 @@ mod tests {
         assert!(l.inherit(&k, 11, 10).unwrap());
         l.restore_all(&mut k);
         assert_eq!(k.attr(11), SchedAttr::other(0));
+    }
+
+    #[test]
+    fn autogroup_nice_is_restored() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        k.tasks.get_mut(&10).unwrap().group_nice = 2;
+        let mut l = RestoreLedger::new(None);
+        l.will_set_group_nice(&k, 10).unwrap();
+        k.set_group_nice(10, 19).unwrap();
+        l.restore_all(&mut k);
+        assert_eq!(k.tasks[&10].group_nice, 2);
     }
 
     #[test]

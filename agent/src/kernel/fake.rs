@@ -25,6 +25,8 @@ pub struct FakeTask {
     pub start_time: u64,
     pub attr: SchedAttr,
     pub stopped: bool,
+    /// Nice of the task's autogroup.
+    pub group_nice: i32,
 }
 
 #[derive(Default)]
@@ -62,6 +64,7 @@ impl FakeKernel {
                 start_time: 1000 + tid as u64,
                 attr,
                 stopped: false,
+                group_nice: 0,
             },
         );
     }
@@ -112,6 +115,18 @@ impl TaskControl for FakeKernel {
 
     fn start_time(&self, tid: u32) -> io::Result<u64> {
         self.tasks.get(&tid).map(|t| t.start_time).ok_or_else(gone)
+    }
+
+    fn group_nice(&self, tid: u32) -> io::Result<Option<i32>> {
+        self.tasks
+            .get(&tid)
+            .map(|t| Some(t.group_nice))
+            .ok_or_else(gone)
+    }
+
+    fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
+        self.tasks.get_mut(&tid).ok_or_else(gone)?.group_nice = nice;
+        Ok(())
     }
 }
 

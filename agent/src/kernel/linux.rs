@@ -123,6 +123,33 @@ impl TaskControl for Procfs {
     fn start_time(&self, tid: u32) -> io::Result<u64> {
         proc_start_time(tid)
     }
+
+    fn group_nice(&self, tid: u32) -> io::Result<Option<i32>> {
+        match fs::read_to_string(format!("/proc/{tid}/autogroup")) {
+            Ok(text) => Ok(parse_autogroup_nice(&text)),
+            // No autogroup file: the kernel has no autogroup scheduling.
+            Err(e)
+                if e.kind() == io::ErrorKind::NotFound
+                    && fs::metadata(format!("/proc/{tid}")).is_ok() =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
+        fs::write(format!("/proc/{tid}/autogroup"), nice.to_string())
+    }
+}
+
+/// `/autogroup-123 nice 0` -> Some(0).
+pub fn parse_autogroup_nice(text: &str) -> Option<i32> {
+    text.split_whitespace()
+        .skip_while(|w| *w != "nice")
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 impl TaskControl for Linux {
@@ -144,6 +171,14 @@ impl TaskControl for Linux {
 
     fn start_time(&self, tid: u32) -> io::Result<u64> {
         Procfs.start_time(tid)
+    }
+
+    fn group_nice(&self, tid: u32) -> io::Result<Option<i32>> {
+        Procfs.group_nice(tid)
+    }
+
+    fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
+        Procfs.set_group_nice(tid, nice)
     }
 }
 
@@ -215,6 +250,13 @@ mod tests {
     fn start_time_is_field_22_even_with_odd_comm() {
         let stat = "1234 (we ird) name)) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 987654 1000 200";
         assert_eq!(parse_start_time(stat), Some(987654));
+    }
+
+    #[test]
+    fn autogroup_nice_is_parsed() {
+        assert_eq!(parse_autogroup_nice("/autogroup-1171 nice 19\n"), Some(19));
+        assert_eq!(parse_autogroup_nice("/autogroup-5 nice -3"), Some(-3));
+        assert_eq!(parse_autogroup_nice("garbage"), None);
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub trait TaskControl {
     fn cont(&mut self, tid: u32) -> io::Result<()>;
     /// Start time of the task, to tell it apart from a later task with the same tid.
     fn start_time(&self, tid: u32) -> io::Result<u64>;
+    /// Nice of the task's autogroup (with autogroup scheduling every session
+    /// is one CFS group, so a task's own policy only orders it inside its
+    /// group). None when autogroup scheduling is off.
+    fn group_nice(&self, tid: u32) -> io::Result<Option<i32>>;
+    fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()>;
 }
 
 pub trait Kernel: TaskControl {

@@ -52,8 +52,8 @@ fn documented_defaults() {
         DcsParams {
             max_boost_us: 5_000,
             boost_prio: 10,
-            end_on_wait: false,
-            yield_after_quantum_us: 5_000,
+            end_on_wait: true,
+            yield_after_quantum_us: 0,
         }
     );
     assert_eq!(PeriodicBoostParams::default().period_us, 1_000);

@@ -5,7 +5,19 @@ use crate::local::{Level, LocalPolicy, PolicyKind, Reason};
 
 /// T1 (job A) and T2 (job B) share CPU 0; T1 ran first, T2 runs now.
 fn two_tasks_t2_running(kind: PolicyKind) -> Harness {
-    let mut h = Harness::of_kind(kind);
+    two_tasks_t2_running_with(crate::local::LocalPolicyConfig::for_kind(kind))
+}
+
+/// DCS with quantum boosts (`end_on_wait = false`) and a 5 ms yield after them.
+fn quantum_dcs() -> Harness {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.end_on_wait = false;
+    config.dcs.yield_after_quantum_us = 5_000;
+    two_tasks_t2_running_with(config)
+}
+
+fn two_tasks_t2_running_with(config: crate::local::LocalPolicyConfig) -> Harness {
+    let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T1, 0, 0);
@@ -50,7 +62,7 @@ fn boost_ends_after_max_duration() {
     h.advance_to(ms(7));
     assert_eq!(
         h.last(T1),
-        Some((ms(7), Level::Demote, Reason::QuantumYield))
+        Some((ms(7), Level::Normal, Reason::BoostExpired))
     );
 }
 
@@ -69,7 +81,7 @@ fn per_message_dcs() -> Harness {
 
 #[test]
 fn boosted_task_keeps_its_quantum_across_short_waits() {
-    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    let mut h = quantum_dcs();
     h.arrive(T1, ms(2), false);
     h.preempt(T2, ms(2) + us(5));
     h.run(T1, 0, ms(2) + us(5));
@@ -83,7 +95,7 @@ fn boosted_task_keeps_its_quantum_across_short_waits() {
 
 #[test]
 fn arrival_for_other_job_displaces_boosted_spinner() {
-    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    let mut h = quantum_dcs();
     h.arrive(T1, ms(2), false);
     h.preempt(T2, ms(2) + us(5));
     h.run(T1, 0, ms(2) + us(5));
@@ -101,7 +113,7 @@ fn arrival_for_other_job_displaces_boosted_spinner() {
 
 #[test]
 fn arrival_while_boosted_task_computes_queues_a_boost_behind_it() {
-    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    let mut h = quantum_dcs();
     h.arrive(T1, ms(2), false);
     h.preempt(T2, ms(2) + us(5));
     h.run(T1, 0, ms(2) + us(5));
@@ -163,13 +175,13 @@ fn repeated_arrivals_do_not_extend_a_boost() {
     h.advance_to(ms(7));
     assert_eq!(
         h.last(T1),
-        Some((ms(7), Level::Demote, Reason::QuantumYield))
+        Some((ms(7), Level::Normal, Reason::BoostExpired))
     );
 }
 
 #[test]
 fn quantum_end_yields_until_a_message_or_the_bound() {
-    let mut h = two_tasks_t2_running(PolicyKind::Dcs);
+    let mut h = quantum_dcs();
     h.arrive(T1, ms(2), false);
     h.advance_to(ms(7));
     // The quantum is over: T1 yields so T2's job gets the CPU at once.

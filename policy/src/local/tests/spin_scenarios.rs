@@ -158,7 +158,7 @@ fn dcs_sb_boosts_blocked_and_preempted_tasks_on_arrival() {
     h.run(T2, 0, ms(4));
     assert_eq!(h.level(T1), BOOST10);
     h.advance_to(ms(8));
-    assert_eq!(h.level(T1), Level::Demote, "quantum over: it yields");
+    assert_eq!(h.level(T1), Level::Normal, "boost over");
     h.arrive(T1, ms(9), false);
     assert_eq!(
         h.last(T1),
