@@ -380,7 +380,11 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
         ts_ns: now,
         arg: sk,
     };
-    emit(&ev, !on_cpu && wake_for_offcpu_arrival(tid, t.cpu));
+    // Only a receiver that is ready but not running (preempted, or preempted
+    // while spinning) is a decision: one blocked in a receive is woken by
+    // the kernel.
+    let ready = t.last_out_preempted != 0 || t.spin_episode_start_ns != 0;
+    emit(&ev, !on_cpu && ready && wake_for_offcpu_arrival(tid, t.cpu));
     0
 }
 

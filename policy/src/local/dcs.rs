@@ -165,8 +165,18 @@ impl DynamicCoscheduler {
         match hold {
             Hold::Blocked { .. } => self.wake(task, on_cpu, Reason::WakeOnArrival, out),
             Hold::Free => {
+                // Only a task that is ready but not running (preempted, or
+                // waiting by spinning) needs the boost (seed 000 §4.2.2): a
+                // task blocked in a receive is woken by the kernel itself, with
+                // its own wakeup preemption, and a boost would only add a
+                // context switch to the agent and back.
+                let ready = self
+                    .tasks
+                    .get(&task)
+                    .is_some_and(|m| m.obs.preempted || m.obs.spin.is_some());
                 if let Some(rule) = self.rules.demand
                     && !on_cpu
+                    && ready
                 {
                     // The holder of the CPU spins for peers that no longer
                     // run: this task's peer is running, so it takes over.

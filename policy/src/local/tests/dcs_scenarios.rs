@@ -44,12 +44,12 @@ fn arrival_for_running_task_does_not_boost() {
 }
 
 #[test]
-fn arrival_for_sleeping_task_boosts_it() {
+fn arrival_for_task_blocked_in_a_receive_is_left_to_the_kernel() {
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
     h.run(T1, 0, ms(2));
     h.sleep(T1, ms(3)); // blocking receive
     h.arrive(T1, ms(4), false);
-    assert_eq!(h.level(T1), BOOST10);
+    assert_eq!(h.level(T1), Level::Normal, "the kernel wakes it; no boost");
 }
 
 #[test]

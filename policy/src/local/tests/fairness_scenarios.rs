@@ -11,6 +11,11 @@ fn chatty_job_cannot_starve_neighbour() {
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.add(T3, JA, 0);
+    // T1 and T3 are ready (preempted), not blocked: arrivals are demands.
+    h.run(T1, 0, 0);
+    h.preempt(T1, 0);
+    h.run(T3, 0, 0);
+    h.preempt(T3, 0);
     h.run(T2, 0, 0);
     let end = ms(300);
     let mut t = us(250);
@@ -57,6 +62,8 @@ fn budget_refills_in_the_next_window() {
     };
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, 0); // ready, not blocked
     h.arrive(T1, ms(1), false);
     h.advance_to(ms(4));
     assert_eq!(
@@ -110,6 +117,10 @@ fn forgotten_boost_is_charged_until_the_next_event() {
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T3, JA, 0);
+    for t in [T1, T3] {
+        h.run(t, 0, 0);
+        h.preempt(t, 0); // ready, not blocked
+    }
     h.arrive(T1, ms(1), false);
     h.policy.forget(T1); // the agent stops managing T1 at about 2 ms
     h.arrive(T3, ms(2), false);
