@@ -2,16 +2,14 @@
 //! socket, one request and one reply per line. Only root (the socket is created
 //! mode 0600) can talk to it; it is how the coordinator-less tools (the xtask
 //! cluster, benchmarks, tests) launch and inspect jobs on a node.
-use std::{
-    io::{BufRead as _, BufReader, Write as _},
-    os::unix::net::UnixStream,
-    path::Path,
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
-use crate::job::{JobId, JobSpec, SchedRequest};
+use crate::{
+    job::{JobId, JobSpec, SchedRequest},
+    jsonl::{LineClient, LineError},
+};
 
 /// Largest request or reply line accepted, so a bad client cannot make the
 /// agent buffer without bound.
@@ -149,46 +147,29 @@ pub enum ClientError {
         path: String,
         source: std::io::Error,
     },
-    #[error("control socket I/O: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("malformed reply from agent: {0}")]
-    Decode(#[from] serde_json::Error),
-    #[error("agent closed the connection without replying")]
-    Closed,
+    #[error("agent control socket: {0}")]
+    Line(#[from] LineError),
     #[error("agent refused: {0}")]
     Refused(String),
 }
 
 /// A blocking client, for tools and tests.
-pub struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
+pub struct Client(LineClient);
 
 impl Client {
     pub fn connect(path: impl AsRef<Path>) -> Result<Self, ClientError> {
         let path = path.as_ref();
-        let s = UnixStream::connect(path).map_err(|source| ClientError::Connect {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Ok(Self {
-            reader: BufReader::new(s.try_clone()?),
-            writer: s,
-        })
+        LineClient::connect(path)
+            .map(Self)
+            .map_err(|source| ClientError::Connect {
+                path: path.display().to_string(),
+                source,
+            })
     }
 
     /// Sends a request and waits for its reply; `timeout` bounds the wait.
     pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, ClientError> {
-        self.writer.set_read_timeout(Some(timeout))?;
-        let mut line = serde_json::to_string(req)?;
-        line.push('\n');
-        self.writer.write_all(line.as_bytes())?;
-        let mut buf = String::new();
-        if self.reader.read_line(&mut buf)? == 0 {
-            return Err(ClientError::Closed);
-        }
-        match serde_json::from_str::<Response>(&buf)? {
+        match self.0.call::<_, Response>(req, timeout)? {
             Response::Ok(r) => Ok(r),
             Response::Error(e) => Err(ClientError::Refused(e)),
         }

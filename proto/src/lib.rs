@@ -1,8 +1,9 @@
 //! Messages exchanged by cosched components.
 //!
 //! - [`job`]: the job spec an agent launches processes from.
-//! - [`control`]: the agent's local control socket (JSON lines over a Unix socket).
+//! - [`control`]: the agent's local control socket (JSON lines over a Unix socket, [`jsonl`]).
 //! - [`wire`]: the coordinator <-> agent protocol (versioned, length-framed, authenticated).
 pub mod control;
 pub mod job;
+pub mod jsonl;
 pub mod wire;

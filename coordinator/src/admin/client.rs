@@ -1,11 +1,9 @@
-//! A blocking admin client, for the CLI and tests.
+//! A blocking admin client, for the CLI and tests (JSON lines, see
+//! `cosched_proto::jsonl`).
 
-use std::{
-    io::{BufRead as _, BufReader, Write as _},
-    os::unix::net::UnixStream,
-    path::Path,
-    time::Duration,
-};
+use std::{path::Path, time::Duration};
+
+use cosched_proto::jsonl::{LineClient, LineError};
 
 use super::protocol::{Reply, Request, Response};
 
@@ -18,46 +16,29 @@ pub enum ClientError {
         path: String,
         source: std::io::Error,
     },
-    #[error("admin socket i/o: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("malformed response from the coordinator: {0}")]
-    Decode(#[from] serde_json::Error),
-    #[error("the coordinator closed the connection without answering")]
-    Closed,
+    #[error("coordinator admin socket: {0}")]
+    Line(#[from] LineError),
     /// The coordinator understood the request and refused it.
     #[error("{0}")]
     Refused(String),
 }
 
-pub struct Client {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-}
+pub struct Client(LineClient);
 
 impl Client {
     pub fn connect(path: impl AsRef<Path>) -> Result<Self, ClientError> {
         let path = path.as_ref();
-        let stream = UnixStream::connect(path).map_err(|source| ClientError::Unreachable {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Ok(Self {
-            reader: BufReader::new(stream.try_clone()?),
-            writer: stream,
-        })
+        LineClient::connect(path)
+            .map(Self)
+            .map_err(|source| ClientError::Unreachable {
+                path: path.display().to_string(),
+                source,
+            })
     }
 
     /// Sends `request` and waits (at most `timeout`) for the answer.
     pub fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
-        self.writer.set_read_timeout(Some(timeout))?;
-        let mut line = serde_json::to_string(request)?;
-        line.push('\n');
-        self.writer.write_all(line.as_bytes())?;
-        let mut answer = String::new();
-        if self.reader.read_line(&mut answer)? == 0 {
-            return Err(ClientError::Closed);
-        }
-        match serde_json::from_str::<Response>(&answer)? {
+        match self.0.call::<_, Response>(request, timeout)? {
             Response::Ok(reply) => Ok(reply),
             Response::Error(message) => Err(ClientError::Refused(message)),
         }
