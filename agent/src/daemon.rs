@@ -182,9 +182,10 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         .with_context(|| format!("binding metrics endpoint {}", cfg.metrics_listen))?;
     let control_listener = control::bind(&cfg.control_socket)?;
     let control_path = cfg.control_socket.clone();
-    tokio::spawn(crate::metrics::serve(
+    tokio::spawn(cosched_metrics_http::serve(
         metrics_listener,
         engine.metrics.registry().clone(),
+        "cosched-agent: see /metrics\n",
     ));
     let (calls_tx, mut calls) = mpsc::channel::<control::Call>(64);
     tokio::spawn(control::serve(control_listener, calls_tx));

@@ -198,31 +198,6 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` from `registry` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, registry: Registry) -> std::io::Result<()> {
-    use axum::{Router, routing::get};
-    let app = Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let registry = registry.clone();
-                async move {
-                    let mut buf = Vec::new();
-                    let _ = TextEncoder::new().encode(&registry.gather(), &mut buf);
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4",
-                        )],
-                        buf,
-                    )
-                }
-            }),
-        )
-        .route("/", get(|| async { "cosched-agent: see /metrics\n" }));
-    axum::serve(listener, app).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

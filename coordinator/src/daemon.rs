@@ -74,9 +74,10 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the metrics endpoint {}", config.metrics_listen))?;
     let admin_listener = admin::server::bind(&config.admin_socket)?;
-    tokio::spawn(crate::metrics::serve(
+    tokio::spawn(cosched_metrics_http::serve(
         metrics_listener,
         metrics.registry().clone(),
+        "cosched-coordinator: see /metrics\n",
     ));
     let (calls_tx, mut calls) = mpsc::channel::<admin::server::Call>(64);
     tokio::spawn(admin::server::serve(admin_listener, calls_tx));

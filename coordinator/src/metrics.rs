@@ -168,31 +168,6 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` until the task is dropped.
-pub async fn serve(listener: tokio::net::TcpListener, registry: Registry) -> std::io::Result<()> {
-    use axum::{Router, routing::get};
-    let app = Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let registry = registry.clone();
-                async move {
-                    let mut buffer = Vec::new();
-                    let _ = TextEncoder::new().encode(&registry.gather(), &mut buffer);
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "text/plain; version=0.0.4",
-                        )],
-                        buffer,
-                    )
-                }
-            }),
-        )
-        .route("/", get(|| async { "cosched-coordinator: see /metrics\n" }));
-    axum::serve(listener, app).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
