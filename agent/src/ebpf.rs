@@ -37,6 +37,20 @@ fn map_io(e: aya::maps::MapError) -> io::Error {
     io::Error::other(e)
 }
 
+/// A removal of a key that is not there (any more) is not an error: the task
+/// exited, or was never watched.
+fn absent_ok(r: Result<(), aya::maps::MapError>) -> io::Result<()> {
+    match r {
+        Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
+        Err(aya::maps::MapError::SyscallError(e))
+            if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(map_io(e)),
+    }
+}
+
 impl Probes {
     /// Mounts tracefs if needed, checks the tracepoint layouts, loads every
     /// program and attaches it.
@@ -124,29 +138,12 @@ impl Probes {
         } else {
             self.watch.insert(&tid, &flags, 0)
         };
-        match r {
-            Ok(()) | Err(aya::maps::MapError::KeyNotFound) => Ok(()),
-            Err(aya::maps::MapError::SyscallError(e))
-                if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(map_io(e)),
-        }
+        absent_ok(r)
     }
 
     pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
         let _ = self.watch(tid, 0);
-        match self.tasks.remove(&tid) {
-            Ok(()) => Ok(()),
-            Err(aya::maps::MapError::KeyNotFound) => Ok(()),
-            Err(aya::maps::MapError::SyscallError(e))
-                if e.io_error.raw_os_error() == Some(libc::ENOENT) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(map_io(e)),
-        }
+        absent_ok(self.tasks.remove(&tid))
     }
 
     pub fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {

@@ -300,14 +300,7 @@ impl<K: Kernel> Engine<K> {
             tracing::warn!("draining eBPF events: {e}");
         }
         for ev in &events {
-            let kind = match ev.kind {
-                event_kind::ARRIVAL => "arrival",
-                event_kind::EXIT => "exit",
-                event_kind::FORK => "fork",
-                event_kind::SPIN_START => "spin_start",
-                _ => "unknown",
-            };
-            self.metrics.events.with_label_values(&[kind]).inc();
+            self.metrics.count_event(ev.kind);
             match ev.kind {
                 event_kind::FORK => self.on_fork(ev.tid, ev.arg as u32, ev.job_id),
                 event_kind::EXIT => self.on_exit(ev.tid, now_ns),

@@ -10,6 +10,10 @@ use prometheus::{
 
 use crate::kernel::ProgramCost;
 
+/// Labels of `cosched_agent_events_total`, indexed by `event_kind` code (0 =
+/// unknown).
+const EVENT_KINDS: [&str; 5] = ["unknown", "arrival", "exit", "fork", "spin_start"];
+
 pub struct Metrics {
     registry: Registry,
     job_cpu: CounterVec,
@@ -19,7 +23,9 @@ pub struct Metrics {
     job_switches: IntCounterVec,
     pub managed_tasks: IntGauge,
     pub running_jobs: IntGauge,
-    pub events: IntCounterVec,
+    /// `cosched_agent_events_total` by kind, resolved once: it is counted for
+    /// every ring-buffer record (tens of thousands a second).
+    events: [IntCounter; 5],
     pub event_wakeups: IntCounter,
     forced_wakeups: IntCounter,
     ebpf_runs: IntCounterVec,
@@ -78,7 +84,10 @@ impl Metrics {
             job_switches: icv("cosched_job_context_switches_total", "Context switches out of the job's tasks, by kind (voluntary: blocked or yielded; preempted: still runnable).", &["job_id", "job", "kind"]),
             managed_tasks: ig("cosched_managed_tasks", "Tasks (threads) the agent tracks."),
             running_jobs: ig("cosched_running_jobs", "Jobs with live processes on this node."),
-            events: icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]),
+            events: {
+                let v = icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]);
+                EVENT_KINDS.map(|k| v.with_label_values(&[k]))
+            },
             event_wakeups: reg(&r, IntCounter::new("cosched_agent_event_wakeups_total", "Times the agent woke up to drain the event ring buffer (events are batched, not one wakeup each).").expect("valid metric")),
             forced_wakeups: reg(&r, IntCounter::new("cosched_ebpf_forced_wakeups_total", "Events the eBPF programs submitted with a forced wakeup of the agent (arrivals the policy must decide on now).").expect("valid metric")),
             ebpf_runs: icv("cosched_ebpf_program_runs_total", "Runs of each eBPF program (kernel BPF stats).", &["program"]),
@@ -105,6 +114,12 @@ impl Metrics {
             last_forced: 0,
             last_agent_cpu: 0.0,
         }
+    }
+
+    /// Counts one ring-buffer record of `event_kind` code `kind`.
+    pub fn count_event(&self, kind: u32) {
+        let i = kind as usize;
+        self.events[if i < EVENT_KINDS.len() { i } else { 0 }].inc();
     }
 
     /// Exports a job's new totals as counter increments.
@@ -229,6 +244,33 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("# HELP")) {
             assert!(line.split_whitespace().count() > 3, "empty help: {line}");
         }
+    }
+
+    #[test]
+    fn event_kinds_are_labelled_by_their_code() {
+        use cosched_agent_common::event_kind;
+        let m = Metrics::new();
+        m.count_event(event_kind::ARRIVAL);
+        m.count_event(event_kind::ARRIVAL);
+        m.count_event(event_kind::SPIN_START);
+        m.count_event(99);
+        let text = m.render();
+        assert!(
+            text.contains("cosched_agent_events_total{kind=\"arrival\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cosched_agent_events_total{kind=\"spin_start\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cosched_agent_events_total{kind=\"unknown\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cosched_agent_events_total{kind=\"exit\"} 0"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -43,16 +43,11 @@ fn prepare_thread(fifo_priority: u32) {
     // SAFETY: plain prctl on the calling thread; 1 ns slack = no rounding.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
     if fifo_priority > 0 {
-        let param = libc::sched_param {
-            sched_priority: fifo_priority as i32,
-        };
-        // SAFETY: plain syscall on the calling thread (tid 0).
-        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-        if rc != 0 {
-            tracing::warn!(
-                "switch timer stays SCHED_OTHER: {}",
-                std::io::Error::last_os_error()
-            );
+        use crate::kernel::{SchedAttr, SchedPolicy, linux::sched_setattr};
+        // tid 0 = the calling thread.
+        let attr = SchedAttr::with_policy(SchedPolicy::Fifo, 0, fifo_priority);
+        if let Err(e) = sched_setattr(0, &attr) {
+            tracing::warn!("switch timer stays SCHED_OTHER: {e}");
         }
     }
 }
