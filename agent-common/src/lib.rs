@@ -152,11 +152,16 @@ pub mod watch_flags {
     /// The task is boosted: it runs as soon as its CPU allows, so an arrival
     /// for it while it is off CPU needs no wakeup of the agent.
     pub const BOOSTED: u32 = 2;
+    /// The policy holds the task back (spin-block): any arrival for it ends
+    /// its wait, so it is reported, and wakes the agent, wherever the task is.
+    pub const HELD: u32 = 4;
 }
 
 /// Kinds of ring-buffer records.
 pub mod event_kind {
-    /// A message arrived on a socket owned by a managed task. `arg` = socket address.
+    /// A message arrived on a socket owned by a managed task that is a
+    /// decision: the task is ready but off CPU, or held back by the policy
+    /// (other arrivals are only counted in `TASKS`). `arg` = socket address.
     pub const ARRIVAL: u32 = 1;
     /// A managed task exited; its final counters are still in `TASKS`.
     pub const EXIT: u32 = 2;
@@ -193,7 +198,8 @@ const _: () = assert!(core::mem::size_of::<Event>() == 32);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
-    /// Wake the agent for an arrival whose receiver is off CPU (what DCS reacts to).
+    /// Report, and wake the agent for, each arrival whose receiver is ready
+    /// but off CPU (what DCS reacts to). 0: such arrivals are only counted.
     pub wake_on_offcpu_arrival: u32,
     /// Wake the agent when a managed task starts a spin episode (what PB/SB react to).
     pub wake_on_spin_start: u32,

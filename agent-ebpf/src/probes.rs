@@ -372,6 +372,19 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     if t.spin_episode_start_ns != 0 {
         flags |= event_flags::TASK_SPINNING;
     }
+    // Only a receiver that is ready but not running (preempted, or preempted
+    // while spinning) is a decision: one blocked in a receive is woken by the
+    // kernel, one on a CPU is running already. A task the policy holds back
+    // (spin-block) is a decision wherever it is: its wait is over. Every
+    // other arrival is only counted (above): the agent reads the counters at
+    // its tick, so the ring (and the agent's drain) sees no per-message cost.
+    let ready_off_cpu = !on_cpu
+        && (t.last_out_preempted != 0 || t.spin_episode_start_ns != 0)
+        && settings().wake_on_offcpu_arrival != 0;
+    let held = !ready_off_cpu && watched(tid, watch_flags::HELD);
+    if !ready_off_cpu && !held {
+        return 0;
+    }
     let ev = Event {
         kind: event_kind::ARRIVAL,
         tid,
@@ -380,11 +393,7 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
         ts_ns: now,
         arg: sk,
     };
-    // Only a receiver that is ready but not running (preempted, or preempted
-    // while spinning) is a decision: one blocked in a receive is woken by
-    // the kernel.
-    let ready = t.last_out_preempted != 0 || t.spin_episode_start_ns != 0;
-    emit(&ev, !on_cpu && ready && wake_for_offcpu_arrival(tid, t.cpu));
+    emit(&ev, held || wake_for_offcpu_arrival(tid, t.cpu));
     0
 }
 

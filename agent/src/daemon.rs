@@ -115,11 +115,8 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 }
 
 fn settings_for(cfg: &Config) -> Settings {
-    let active = cfg.policy != cosched_policy::local::PolicyKind::Local;
     Settings {
-        // Every policy but `local` reacts to messages for tasks that are not
-        // running; only those wake the agent at once, the rest is batched.
-        wake_on_offcpu_arrival: active as u32,
+        wake_on_offcpu_arrival: cfg.policy.reacts_to_offcpu_arrivals() as u32,
         wake_on_spin_start: 0,
         wake_batch_bytes: cfg.ebpf.wake_batch_bytes,
         // SAFETY: plain syscall; the event loop runs on the calling (main) thread.

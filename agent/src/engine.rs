@@ -56,6 +56,8 @@ pub struct Engine<K: Kernel> {
     /// Level applied per task (absent = Normal): the policy's, unless the
     /// gang overlay holds the task's job out of the current slice.
     levels: HashMap<u32, Level>,
+    /// Watch flags set in the eBPF `WATCH` map, per task.
+    watches: HashMap<u32, u32>,
     /// The coordinator's current slice, if the node is in gang mode.
     gang: Option<Gang>,
     /// What the eBPF side reports for boosted tasks (`watch_flags`).
@@ -144,6 +146,7 @@ impl<K: Kernel> Engine<K> {
             driver,
             policy_levels: HashMap::new(),
             levels: HashMap::new(),
+            watches: HashMap::new(),
             gang: None,
             boost_watch: boost_watch_for(&cfg),
             k,
@@ -307,7 +310,7 @@ impl<K: Kernel> Engine<K> {
                 event_kind::ARRIVAL if self.driver.active() => {
                     let on_cpu = ev.flags & event_flags::TASK_ON_CPU != 0;
                     let spinning = ev.flags & event_flags::TASK_SPINNING != 0;
-                    if !on_cpu {
+                    if !on_cpu && self.driver.kind().boosts_on_arrival() {
                         self.observe_cpu_holders();
                     }
                     self.driver.arrival(ev.tid, ev.ts_ns, on_cpu, spinning);
@@ -347,6 +350,7 @@ impl<K: Kernel> Engine<K> {
         self.driver.task_exited(tid, now_ns);
         self.levels.remove(&tid);
         self.policy_levels.remove(&tid);
+        self.watches.remove(&tid);
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         let _ = self.k.untrack(tid);
@@ -403,15 +407,17 @@ impl<K: Kernel> Engine<K> {
         // first, so the tick decides on everything that happened.
         self.handle_events(self.k.now_ns());
         let now = self.k.now_ns();
-        let stats = self.k.task_stats().unwrap_or_else(|e| {
-            tracing::warn!("reading task counters: {e}");
-            Vec::new()
-        });
+        // One lookup per managed task (walking the map would cost two
+        // syscalls per entry plus one): this runs every tick.
+        let mut live = Vec::with_capacity(self.reg.task_count());
+        for (tid, _) in self.reg.tasks() {
+            match self.k.task_stat(tid) {
+                Ok(Some(s)) if s.exited_ns == 0 => live.push((tid, s)),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(tid, "reading task counters: {e}"),
+            }
+        }
         let holders = self.cpu_holders();
-        let mut live: Vec<_> = stats
-            .into_iter()
-            .filter(|(t, s)| s.exited_ns == 0 && self.reg.task(*t).is_some())
-            .collect();
         // A task the agent preempted to look is still the CPU's holder.
         for (tid, s) in &mut live {
             if holders.iter().any(|(_, h)| h == tid) {
@@ -505,6 +511,22 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
+    /// What the eBPF side must report for a task at `level`: boosted tasks
+    /// per the policy (`boost_watch`); tasks the local policy holds back
+    /// (spin-block, a yield, an FCS background class) every arrival, which
+    /// ends their wait.
+    fn watch_for(&self, tid: u32, level: Level) -> u32 {
+        let held_by_policy = matches!(level, Level::Demote | Level::Stop | Level::Background)
+            && self.policy_levels.get(&tid) == Some(&level);
+        if level.is_boost() {
+            self.boost_watch
+        } else if held_by_policy {
+            watch_flags::HELD
+        } else {
+            0
+        }
+    }
+
     fn apply_level(&mut self, tid: u32, level: Level, trigger: Option<u64>) {
         let prev = self.levels.get(&tid).copied().unwrap_or(Level::Normal);
         if prev == level || self.reg.task(tid).is_none() {
@@ -534,13 +556,14 @@ impl<K: Kernel> Engine<K> {
                 };
                 self.k.set_group_nice(tid, nice)?;
             }
-            if level.is_boost() != prev.is_boost() {
-                let flags = if level.is_boost() {
-                    self.boost_watch
-                } else {
-                    0
-                };
+            let flags = self.watch_for(tid, level);
+            if self.watches.get(&tid).copied().unwrap_or(0) != flags {
                 self.k.watch(tid, flags)?;
+                if flags == 0 {
+                    self.watches.remove(&tid);
+                } else {
+                    self.watches.insert(tid, flags);
+                }
             }
             Ok(())
         })();

@@ -85,7 +85,8 @@ pub fn task_snapshot(tid: u32, s: &TaskStats) -> TaskSnapshot {
         on_cpu: s.on_cpu != 0,
         spinning_since: spinning_since(s),
         pending_message: pending,
-        runnable: s.on_cpu != 0 || s.last_out_preempted != 0 || pending,
+        preempted: s.on_cpu == 0 && s.last_out_preempted != 0,
+        last_arrival_ns: s.last_arrival_ns,
         oncpu_ns: s.oncpu_ns,
         arrivals: s.arrivals,
     }
@@ -292,23 +293,29 @@ mod tests {
     }
 
     #[test]
-    fn pending_message_and_runnable_come_from_timestamps() {
+    fn pending_message_comes_from_timestamps_and_preempted_from_the_switch_out() {
         let s = TaskStats {
             last_arrival_ns: 10,
             last_recv_ok_ns: 5,
             ..stats()
         };
         let snap = task_snapshot(1, &s);
-        assert!(snap.pending_message && snap.runnable && !snap.on_cpu);
+        assert!(snap.pending_message && !snap.on_cpu);
+        assert!(
+            !snap.preempted,
+            "woken from a blocking receive: the kernel's wakeup decides, not a boost"
+        );
+        assert_eq!(snap.last_arrival_ns, 10);
         let s = TaskStats {
             last_arrival_ns: 10,
             last_recv_ok_ns: 15,
+            last_out_preempted: 1,
             ..stats()
         };
-        assert!(
-            !task_snapshot(1, &s).runnable,
-            "blocked with nothing pending"
-        );
+        let snap = task_snapshot(1, &s);
+        assert!(snap.preempted && !snap.pending_message);
+        let running = TaskStats { on_cpu: 1, ..s };
+        assert!(!task_snapshot(1, &running).preempted, "on a CPU");
     }
 
     #[test]

@@ -188,8 +188,12 @@ impl Kernel for Linux {
     }
 
     fn own_tid(&self) -> u32 {
-        // SAFETY: plain syscall.
-        unsafe { libc::gettid() as u32 }
+        // Asked on every policy decision: one syscall per thread, not per call.
+        thread_local! {
+            // SAFETY: plain syscall.
+            static TID: u32 = unsafe { libc::gettid() as u32 };
+        }
+        TID.with(|t| *t)
     }
 
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {

@@ -305,8 +305,12 @@ impl DynamicCoscheduler {
     }
 
     /// Everything that is due by `now`: budget, boost timers, spin thresholds,
-    /// block bounds, the periodic decision.
-    fn advance(&mut self, out: &mut Vec<Action>) {
+    /// block bounds, and — only at a tick (`at_tick`), once its snapshot is
+    /// adopted — the periodic decision: the events derived from the counters
+    /// come just before the tick's snapshot, and a decision taken on one of
+    /// them would judge who has a message pending from a view up to a period
+    /// old.
+    fn advance(&mut self, at_tick: bool, out: &mut Vec<Action>) {
         let now = self.now;
         for job in self.budget.exhausted(now) {
             for task in self.tasks_where(|m| m.job == job && matches!(m.hold, Hold::Boosted { .. }))
@@ -333,6 +337,7 @@ impl DynamicCoscheduler {
         }
         self.end_overdue_yields(out);
         if let Some(rule) = self.rules.periodic
+            && at_tick
             && self.next_period_at.is_none_or(|due| now >= due)
         {
             self.periodic_decision(rule, out);
@@ -384,7 +389,7 @@ impl LocalPolicy for DynamicCoscheduler {
             Event::SlotStarted { .. } => {}
         }
         self.settle_forgotten_boosts(); // an exit is timed
-        self.advance(out);
+        self.advance(matches!(event, Event::Tick { .. }), out);
     }
 
     fn next_wakeup(&self) -> Option<u64> {
@@ -414,7 +419,9 @@ impl LocalPolicy for DynamicCoscheduler {
             }
         }
         if self.rules.periodic.is_some() && !self.tasks.is_empty() {
-            consider(Some(self.next_period_at.unwrap_or(self.now)));
+            // A decision that came due at a derived event waits for the tick:
+            // due now.
+            consider(Some(self.next_period_at.unwrap_or(self.now).max(self.now)));
         }
         next
     }

@@ -105,8 +105,12 @@ pub struct TaskSnapshot {
     pub spinning_since: Option<u64>,
     /// A message arrived after the task's last successful receive.
     pub pending_message: bool,
-    /// On CPU, or last switched out by preemption, or has a pending message.
-    pub runnable: bool,
+    /// Off CPU but still runnable: its last switch-out was a preemption (not
+    /// a block). A task woken from a blocking receive is not "preempted": the
+    /// kernel's own wakeup decides when it runs.
+    pub preempted: bool,
+    /// Kernel time of the last message arrival (0: none yet).
+    pub last_arrival_ns: u64,
     /// Total time on CPU (informational).
     pub oncpu_ns: u64,
     /// Message arrivals counted so far (informational).

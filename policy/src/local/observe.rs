@@ -151,7 +151,7 @@ impl Observed {
             self.on_cpu = true;
             self.run_start = now;
         } else if !snap.on_cpu {
-            let how = if snap.runnable {
+            let how = if snap.preempted {
                 SwitchOut::Preempted
             } else {
                 SwitchOut::Voluntary
@@ -169,7 +169,14 @@ impl Observed {
         let newly_pending = snap.pending_message && !self.pending_message;
         self.pending_message = snap.pending_message;
         if newly_pending && let Some(episode) = self.spin.as_mut() {
-            episode.first_arrival.get_or_insert(now);
+            // The counters carry the arrival's kernel time: the wait measured
+            // for spin-time learning ends there, not at this (later) look.
+            let at = if (episode.since..=now).contains(&snap.last_arrival_ns) {
+                snap.last_arrival_ns
+            } else {
+                now
+            };
+            episode.first_arrival.get_or_insert(at);
         }
         newly_pending
     }

@@ -113,6 +113,25 @@ impl PolicyKind {
         PolicyKind::Fcs,
     ];
 
+    /// Does the policy decide on a message for a task that is ready but not
+    /// running, at the moment it arrives (DCS's boost, FCS's regained
+    /// priority)? Such a decision judges the arrival against the task that
+    /// holds the receiver's CPU.
+    pub fn boosts_on_arrival(self) -> bool {
+        matches!(self, PolicyKind::Dcs | PolicyKind::DcsSb | PolicyKind::Fcs)
+    }
+
+    /// Is the agent woken for each message for a ready receiver that is not
+    /// running? Only for the policies that decide on it at once
+    /// ([`Self::boosts_on_arrival`]): every other policy reads the arrival
+    /// counters at its tick (and is told of arrivals for the tasks it holds
+    /// back, see the agent's watch). Measured: waking PB's agent for every
+    /// such arrival too cost 8 % of a CPU with blocking receives and did not
+    /// help fine-grain spinning (docs/benchmarks.md).
+    pub fn reacts_to_offcpu_arrivals(self) -> bool {
+        self.boosts_on_arrival()
+    }
+
     /// The configuration name (`local`, `dcs`, `sb`, `sy`, `pb`, `pb-sb`,
     /// `dcs-sb`, `fcs`).
     pub fn as_str(self) -> &'static str {

@@ -380,7 +380,8 @@ impl Oracle {
                                 .spinning
                                 .map(|ago| at.saturating_sub(Self::us(ago.into()))),
                             pending_message: s.pending,
-                            runnable: s.runnable || s.on_cpu || s.pending,
+                            preempted: s.runnable && !s.on_cpu,
+                            last_arrival_ns: if s.pending { at } else { 0 },
                             oncpu_ns: 0,
                             arrivals: 0,
                         })
