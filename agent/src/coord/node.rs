@@ -218,7 +218,13 @@ impl CoordNode {
                     tracing::info!(policy = %set.policy, "coordinator policy");
                     self.mode = mode;
                     self.local_override = local;
-                    if mode == Mode::Fcfs {
+                    // Only gang mode's switches replace (or end) the
+                    // overlay: under any other mode the last gang slice
+                    // would otherwise hold new jobs out (stopped, in strict
+                    // mode) until an idle slice that may never come, e.g.
+                    // when the policy changes right after the last job
+                    // ended and new jobs arrive before the next slice.
+                    if mode != Mode::Gang {
                         engine.set_gang(None);
                         self.metrics.gang_mode.set(0);
                     }

@@ -180,6 +180,37 @@ fn losing_the_coordinator_leaves_gang_mode_and_its_policy() {
 }
 
 #[test]
+fn leaving_gang_for_fcs_or_fcfs_ends_the_overlay_at_once() {
+    for next in ["fcs", "fcfs"] {
+        let mut h = harness();
+        h.running_job(7, 100);
+        h.event(LinkEvent::Up);
+        h.message(SetPolicy {
+            policy: "paired-gang".into(),
+        });
+        h.switch_now(1, &[7]);
+        assert!(h.engine.gang().is_some());
+        // No idle slice came before the switch: the overlay of slice 1
+        // must not hold the jobs of the next policy out.
+        h.message(SetPolicy {
+            policy: next.into(),
+        });
+        assert!(h.engine.gang().is_none(), "{next}");
+        assert_eq!(h.node.metrics.gang_mode.get(), 0, "{next}");
+    }
+    // Between gang and paired gang the overlay stays: the next slice
+    // replaces it.
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.event(LinkEvent::Up);
+    h.switch_now(1, &[7]);
+    h.message(SetPolicy {
+        policy: "paired-gang".into(),
+    });
+    assert!(h.engine.gang().is_some());
+}
+
+#[test]
 fn launches_become_daemon_actions_and_failures_exits() {
     let mut h = harness();
     h.event(LinkEvent::Up);

@@ -130,6 +130,7 @@ pub fn run(workspace: &Workspace, opts: &DemoOptions) -> anyhow::Result<Vec<Demo
             agent: None,
             rebuild: false,
             startup_timeout: std::time::Duration::from_secs(30),
+            coordinator: None,
         },
     )?;
     let result = run_on_cluster(&synth, opts);

@@ -72,7 +72,9 @@ pub struct JobOutcome {
     pub rank_results: Vec<serde_json::Value>,
 }
 
-fn call(cluster: &Cluster, node: usize, req: Request) -> anyhow::Result<Reply> {
+/// One request to the agent of node `node` (index), with its error naming
+/// the node.
+pub fn call(cluster: &Cluster, node: usize, req: Request) -> anyhow::Result<Reply> {
     let n = &cluster.nodes[node];
     let mut c = Client::connect(&n.control_socket).with_context(|| {
         format!(
@@ -84,11 +86,15 @@ fn call(cluster: &Cluster, node: usize, req: Request) -> anyhow::Result<Reply> {
         .with_context(|| format!("agent of node {}", n.name))
 }
 
-fn unix_ns() -> u64 {
+/// Wall-clock time, ns since the Unix epoch (what `--start-at-unix-ns` takes).
+pub fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
 }
+
+/// How long [`run_together`] waits for a rank to end.
+const RUN_TOGETHER_WAIT_MS: u64 = 300_000;
 
 /// Runs `plans` concurrently (all start at the same instant), waits for all,
 /// and returns one outcome per job. `synth` is the benchmark binary.
@@ -97,6 +103,13 @@ pub fn run_together(
     synth: &str,
     plans: &[JobPlan],
 ) -> anyhow::Result<Vec<JobOutcome>> {
+    launch_all(cluster, synth, plans)?;
+    collect(cluster, plans, RUN_TOGETHER_WAIT_MS)
+}
+
+/// Launches every rank of `plans` through the agents, all measuring from
+/// the same instant.
+fn launch_all(cluster: &Cluster, synth: &str, plans: &[JobPlan]) -> anyhow::Result<()> {
     // Leave time for every rank of every job to start and handshake.
     let start_at = unix_ns() + 600_000_000 + 150_000_000 * plans.len() as u64;
     for plan in plans {
@@ -124,6 +137,19 @@ pub fn run_together(
                 .with_context(|| format!("launching {} rank {rank}", plan.name))?;
         }
     }
+    Ok(())
+}
+
+/// Waits until every rank of `plans` has ended (at most `wait_ms` per rank),
+/// reads what each did (its JSON result, the agent's counters), and makes
+/// the agents forget the jobs. One outcome per plan; an error names the rank
+/// that failed and quotes its stderr. The ranks may have been launched by
+/// anyone (the bench, a coordinator): only the agents' records are used.
+pub fn collect(
+    cluster: &Cluster,
+    plans: &[JobPlan],
+    wait_ms: u64,
+) -> anyhow::Result<Vec<JobOutcome>> {
     let mut out = Vec::new();
     for plan in plans {
         let mut o = JobOutcome {
@@ -138,9 +164,11 @@ pub fn run_together(
                 node,
                 Request::Wait {
                     job_id: plan.job_id,
-                    timeout_ms: 300_000,
+                    timeout_ms: wait_ms,
                 },
-            )? {
+            )
+            .with_context(|| format!("waiting for {} rank {rank}", plan.name))?
+            {
                 Reply::Job { job } => job,
                 r => bail!("unexpected reply {r:?}"),
             };

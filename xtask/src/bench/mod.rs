@@ -1,6 +1,9 @@
 //! Benchmarks and the demo, run on this machine: jobs on the local cluster,
-//! eBPF overhead, local policies against plain Linux.
+//! eBPF overhead, local policies against plain Linux, gang scheduling.
+pub mod common;
 pub mod demo;
+pub mod gang;
 pub mod jobs;
 pub mod local;
+pub mod outside_load;
 pub mod overhead;

@@ -7,7 +7,7 @@ use std::{collections::BTreeSet, fs, io, path::Path, time::Duration};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::{BRIDGE, Cluster, STATE_DIR, cgroups, network, procfs};
+use super::{BRIDGE, Cluster, STATE_DIR, cgroups, coordinator, network, procfs};
 use crate::progress::say;
 
 /// How long agents get to restore their tasks after SIGTERM.
@@ -18,6 +18,9 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 /// What `down` removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct DownReport {
+    /// The coordinator exited after SIGTERM (it runs in node 0's namespace,
+    /// so one that does not is killed with everything else there).
+    pub coordinator_stopped: bool,
     /// Agents that exited after SIGTERM.
     pub agents_stopped: usize,
     /// Processes killed afterwards (agents that did not stop, jobs, anything
@@ -46,6 +49,18 @@ pub fn down() -> Result<DownReport> {
         );
         None
     });
+    // First, so it sends nothing more to agents that are being stopped.
+    if let Some(c) = cluster.as_ref().and_then(|c| c.coordinator.as_ref())
+        && c.alive()
+    {
+        match coordinator::stop(c) {
+            Ok(()) => {
+                report.coordinator_stopped = true;
+                say("down", "stopped the coordinator");
+            }
+            Err(error) => say("down", format!("stopping the coordinator: {error:#}")),
+        }
+    }
     stop_agents(cluster.as_ref(), &mut report)?;
     kill_everything_left(&mut report)?;
     remove_cgroups(&mut report)?;

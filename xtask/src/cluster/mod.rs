@@ -8,6 +8,7 @@
 
 mod agent;
 mod cgroups;
+pub mod coordinator;
 mod cpus;
 mod down;
 mod network;
@@ -27,6 +28,7 @@ use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 pub use agent::AgentCommand;
+pub use coordinator::{CoordinatorNode, CoordinatorOptions};
 pub use down::{DownReport, down};
 pub use status::{NodeStatus, Status, status};
 pub use up::{UpOptions, up};
@@ -62,6 +64,9 @@ pub struct Cluster {
     pub prefix_len: u8,
     pub state_dir: PathBuf,
     pub nodes: Vec<Node>,
+    /// The coordinator, when the cluster was started with one.
+    #[serde(default)]
+    pub coordinator: Option<CoordinatorNode>,
 }
 
 /// One node: a network namespace, a CPU, an agent.
@@ -137,6 +142,7 @@ impl Cluster {
             prefix_len: PREFIX_LEN,
             state_dir,
             nodes,
+            coordinator: None,
         })
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Cluster, Node, STATE_DIR, cgroups, network};
+use super::{Cluster, CoordinatorNode, Node, STATE_DIR, cgroups, network};
 
 /// The cluster as it is now.
 #[derive(Debug, Clone, Serialize)]
@@ -15,6 +15,8 @@ pub struct Status {
     pub up: bool,
     pub policy: Option<String>,
     pub nodes: Vec<NodeStatus>,
+    /// The coordinator, when the cluster has one.
+    pub coordinator: Option<CoordinatorStatus>,
     /// Namespaces, links, cgroups or state a cluster left behind without a
     /// cluster.json (a crashed run); `cluster down` removes them.
     pub leftovers: Vec<String>,
@@ -29,6 +31,14 @@ pub struct NodeStatus {
     pub metrics_url: String,
 }
 
+/// The coordinator with its live state.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoordinatorStatus {
+    #[serde(flatten)]
+    pub coordinator: CoordinatorNode,
+    pub alive: bool,
+}
+
 /// Reads cluster.json and checks the agents.
 pub fn status() -> Result<Status> {
     let Some(cluster) = Cluster::try_load()? else {
@@ -36,6 +46,7 @@ pub fn status() -> Result<Status> {
             up: false,
             policy: None,
             nodes: Vec::new(),
+            coordinator: None,
             leftovers: leftovers()?,
         });
     };
@@ -52,6 +63,10 @@ pub fn status() -> Result<Status> {
         up: true,
         policy: Some(cluster.policy),
         nodes,
+        coordinator: cluster.coordinator.map(|c| CoordinatorStatus {
+            alive: c.alive(),
+            coordinator: c,
+        }),
         leftovers: Vec::new(),
     })
 }
@@ -131,6 +146,19 @@ impl Status {
             self.policy.as_deref().unwrap_or("?"),
             self.nodes.len()
         );
+        if let Some(c) = &self.coordinator {
+            let pid = c.coordinator.pid.map_or("-".into(), |p| p.to_string());
+            text.push_str(&format!(
+                "coordinator: pid {pid} {}, started as {} with {} ms slices, agents {}, listen {}, metrics http://{}/metrics, admin socket {}\n",
+                if c.alive { "running" } else { "DEAD" },
+                c.coordinator.policy,
+                c.coordinator.slice_ms,
+                if c.coordinator.stop_inactive { "stop other jobs" } else { "demote other jobs" },
+                c.coordinator.listen,
+                c.coordinator.metrics_addr,
+                c.coordinator.admin_socket.display(),
+            ));
+        }
         for row in rows {
             let cells: Vec<String> = row
                 .iter()

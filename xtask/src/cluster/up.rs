@@ -5,8 +5,8 @@ use std::{env, fs, path::PathBuf, time::Duration};
 use anyhow::{Context as _, Result, bail};
 
 use super::{
-    AgentCommand, Cluster, DEFAULT_METRICS_PORT, agent, cgroups, cpus, down, network, procfs,
-    status,
+    AgentCommand, Cluster, CoordinatorNode, CoordinatorOptions, DEFAULT_METRICS_PORT, agent,
+    cgroups, coordinator, cpus, down, network, procfs, status,
 };
 use crate::{
     cargo_build::{self, Profile},
@@ -32,6 +32,8 @@ pub struct UpOptions {
     pub rebuild: bool,
     /// How long an agent may take to create its control socket.
     pub startup_timeout: Duration,
+    /// Start a coordinator in node 0's namespace and join every agent to it.
+    pub coordinator: Option<CoordinatorOptions>,
 }
 
 impl Default for UpOptions {
@@ -43,6 +45,7 @@ impl Default for UpOptions {
             agent: None,
             rebuild: false,
             startup_timeout: Duration::from_secs(30),
+            coordinator: None,
         }
     }
 }
@@ -58,6 +61,13 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         &options.policy,
         options.metrics_port,
     )?;
+    if let Some(coordinator) = &options.coordinator {
+        if !matches!(agent, AgentCommand::Binary(_)) {
+            bail!("a coordinator needs the real agent, not a stand-in command");
+        }
+        let release = workspace.profile_dir("release")?;
+        cluster.coordinator = Some(CoordinatorNode::plan(&cluster, coordinator, &release)?);
+    }
     if let Err(error) = start(&mut cluster, &agent, options.startup_timeout) {
         match keep_logs(&cluster) {
             Ok(dir) => say(
@@ -162,7 +172,6 @@ fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Resu
     for node in &cluster.nodes {
         network::create_node(cluster, node)?;
         cgroups::create(&node.cgroup)?;
-        agent::write_config(cluster, node)?;
         say(
             "up",
             format!(
@@ -176,6 +185,21 @@ fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Resu
                 node.cgroup.display()
             ),
         );
+    }
+
+    if let Some(mut planned) = cluster.coordinator.take() {
+        coordinator::write_files(cluster, &planned)?;
+        let spawned = coordinator::spawn(&mut planned, timeout);
+        let started = format!(
+            "coordinator ({} policy, {} ms slices) on {}",
+            planned.policy, planned.slice_ms, planned.listen
+        );
+        cluster.coordinator = Some(planned);
+        cluster.save()?;
+        say("up", format!("{started}: pid {}", spawned?.id()));
+    }
+    for node in &cluster.nodes {
+        agent::write_config(cluster, node)?;
     }
 
     let mut children = Vec::new();
@@ -198,6 +222,10 @@ fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Resu
                 node.log_file.display()
             ),
         );
+    }
+    if cluster.coordinator.is_some() {
+        coordinator::wait_for_nodes(cluster, timeout)?;
+        say("up", "every agent joined the coordinator");
     }
     Ok(())
 }

@@ -1,10 +1,11 @@
-//! `cargo xtask bench overhead|local`.
+//! `cargo xtask bench overhead|local|gang`.
 use std::{path::PathBuf, process::ExitCode};
 
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use xtask::{
     bench::{
+        gang::{self, GangOptions, modes::Mode, workloads::GangWorkload},
         local::{self, LocalOptions, workloads::Workload},
         overhead,
     },
@@ -39,6 +40,33 @@ enum BenchCommand {
     /// job's slowdown vs its dedicated run, spinning, boosts, reaction
     /// latency, seed-000 metrics and agent CPU (medians over repetitions).
     Local(LocalArgs),
+    /// Coordinator policies (gang, paired gang, FCS) against plain Linux and
+    /// the best local policy: communication- and I/O-intensive jobs and
+    /// seed 001's mixes, per slice length; switch skew; the targets.
+    Gang(GangArgs),
+}
+
+/// What every policy bench writes and how it builds.
+#[derive(Debug, clap::Args)]
+struct OutputArgs {
+    /// Write the rows as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write a bar chart of slowdown by policy and workload here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Smoke run: 1 short repetition, the smallest settings (overrides
+    /// those flags).
+    #[arg(long)]
+    quick: bool,
+    /// Use the binaries already in target/release instead of building.
+    #[arg(long)]
+    no_build: bool,
+}
+
+/// The list given on the command line, or the default when none was.
+fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
+    if given.is_empty() { default } else { given }
 }
 
 #[derive(Debug, clap::Args)]
@@ -61,18 +89,8 @@ struct LocalArgs {
     /// Workloads, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_enum)]
     workloads: Vec<Workload>,
-    /// Write the rows as JSON here.
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Write a bar chart of slowdown by policy and workload here.
-    #[arg(long)]
-    svg: Option<PathBuf>,
-    /// Smoke run: 1 repetition of 1 s, MPL 2 only (overrides those flags).
-    #[arg(long)]
-    quick: bool,
-    /// Use the binaries already in target/release instead of building.
-    #[arg(long)]
-    no_build: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 impl LocalArgs {
@@ -83,21 +101,67 @@ impl LocalArgs {
             mpls: self.mpl,
             reps: self.reps,
             duration_s: self.duration,
-            policies: if self.policies.is_empty() {
-                defaults.policies
-            } else {
-                self.policies
-            },
-            workloads: if self.workloads.is_empty() {
-                defaults.workloads
-            } else {
-                self.workloads
-            },
-            json: self.json,
-            svg: self.svg,
-            build: !self.no_build,
+            policies: or_default(self.policies, defaults.policies),
+            workloads: or_default(self.workloads, defaults.workloads),
+            json: self.out.json,
+            svg: self.out.svg,
+            build: !self.out.no_build,
         };
-        if self.quick { options.quick() } else { options }
+        if self.out.quick {
+            options.quick()
+        } else {
+            options
+        }
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct GangArgs {
+    /// Repetitions per cell; each number is their median.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Measured seconds of each run.
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// The coordinator's slice lengths in ms, comma-separated [default: 10,50].
+    #[arg(long, value_delimiter = ',')]
+    slice_ms: Vec<u64>,
+    /// The local policy of the `best-local` column.
+    #[arg(long, default_value = gang::DEFAULT_BEST_LOCAL)]
+    local_policy: String,
+    /// Workloads, comma-separated [default: comm,io,mix1,mix2,mix3].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    workloads: Vec<GangWorkload>,
+    /// Columns, comma-separated [default: all].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    modes: Vec<Mode>,
+    /// Outside its slice, demote a job to SCHED_IDLE instead of stopping it.
+    #[arg(long)]
+    demote_inactive: bool,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+impl GangArgs {
+    fn options(self) -> GangOptions {
+        let defaults = GangOptions::default();
+        let options = GangOptions {
+            reps: self.reps,
+            duration_s: self.duration,
+            slices_ms: or_default(self.slice_ms, defaults.slices_ms),
+            best_local: self.local_policy,
+            workloads: or_default(self.workloads, defaults.workloads),
+            modes: or_default(self.modes, defaults.modes),
+            stop_inactive: !self.demote_inactive,
+            json: self.out.json,
+            svg: self.out.svg,
+            build: !self.out.no_build,
+        };
+        if self.out.quick {
+            options.quick()
+        } else {
+            options
+        }
     }
 }
 
@@ -135,22 +199,36 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
         }
         BenchCommand::Local(args) => {
             let report = local::run(workspace, &args.options())?;
-            let failed = report.failed_rows();
-            if report.interrupted {
-                say("bench", "interrupted: the rows above are what was measured");
-                return Ok(ExitCode::from(130));
-            }
-            if failed > 0 {
-                say(
-                    "bench",
-                    format!(
-                        "{failed} of {} rows failed (marked error)",
-                        report.rows.len()
-                    ),
-                );
-                return Ok(ExitCode::FAILURE);
-            }
+            return Ok(exit_code(
+                report.interrupted,
+                report.failed_rows(),
+                report.rows.len(),
+            ));
+        }
+        BenchCommand::Gang(args) => {
+            let report = gang::run(workspace, &args.options())?;
+            return Ok(exit_code(
+                report.interrupted,
+                report.failed_rows(),
+                report.rows.len(),
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// 130 after Ctrl-C, failure when rows failed (they are marked `error`).
+fn exit_code(interrupted: bool, failed: usize, rows: usize) -> ExitCode {
+    if interrupted {
+        say("bench", "interrupted: the rows above are what was measured");
+        return ExitCode::from(130);
+    }
+    if failed > 0 {
+        say(
+            "bench",
+            format!("{failed} of {rows} rows failed (marked error)"),
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }

@@ -5,7 +5,7 @@ use std::{ffi::OsString, process::ExitCode, time::Duration};
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use xtask::{
-    cluster::{self, AgentCommand, Cluster, DEFAULT_METRICS_PORT, UpOptions},
+    cluster::{self, AgentCommand, Cluster, CoordinatorOptions, DEFAULT_METRICS_PORT, UpOptions},
     process,
     workspace::Workspace,
 };
@@ -56,6 +56,18 @@ struct UpArgs {
     /// Seconds an agent may take to create its control socket.
     #[arg(long, default_value_t = 30)]
     startup_timeout: u64,
+    /// Also start a coordinator (in n0's namespace) with this global policy
+    /// (fcfs, gang, paired-gang, fcs) and join every agent to it; drive it
+    /// with `cosched --socket /run/cosched-cluster/coordinator/coordinator.sock`.
+    #[arg(long, value_name = "POLICY")]
+    coordinator: Option<String>,
+    /// The coordinator's time slice in ms (at least 10).
+    #[arg(long, default_value_t = 100, requires = "coordinator")]
+    slice_ms: u64,
+    /// Outside their slice, demote other jobs (SCHED_IDLE) instead of
+    /// stopping them (SIGSTOP).
+    #[arg(long, requires = "coordinator")]
+    demote_inactive: bool,
     /// A shell command to run instead of the agent, for testing the cluster
     /// plumbing (gets `--config PATH`, COSCHED_NODE and COSCHED_CONTROL_SOCKET;
     /// must create the control socket path).
@@ -73,6 +85,12 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 agent: args.agent_cmd.map(AgentCommand::Shell),
                 rebuild: args.build,
                 startup_timeout: Duration::from_secs(args.startup_timeout),
+                coordinator: args.coordinator.map(|policy| CoordinatorOptions {
+                    policy,
+                    slice_ms: args.slice_ms,
+                    stop_inactive: !args.demote_inactive,
+                    bin_dir: None,
+                }),
             };
             cluster::up(workspace, &options)?;
             print!("{}", cluster::status()?.table());

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context as _, anyhow, bail};
 
 use super::{
+    super::outside_load::{Retry, undisturbed},
     interrupt::interrupted,
     metrics::RunMetrics,
     policies::{self, BASELINE},
@@ -37,7 +38,75 @@ pub struct Measured {
 
 /// Dedicated medians per job type, or why they could not be measured (kept
 /// as text: the error is reported again in every row that needed it).
-type Baselines = BTreeMap<JobType, Result<RunMetrics, String>>;
+pub type Baselines = BTreeMap<JobType, Result<RunMetrics, String>>;
+
+/// Measures `kind`'s dedicated baseline unless `baselines` has it already
+/// (each job type is measured once per bench run): the median of `reps`
+/// runs of the job type alone under plain Linux.
+pub fn ensure_baseline(
+    baselines: &mut Baselines,
+    cluster: &Cluster,
+    synth: &str,
+    kind: JobType,
+    reps: usize,
+    duration_s: f64,
+    ids: &mut Allocator,
+) {
+    if baselines.contains_key(&kind) {
+        return;
+    }
+    let mut measure = || -> anyhow::Result<RunMetrics> {
+        policies::switch_all(cluster, BASELINE).context("the dedicated runs need plain Linux")?;
+        let slot = [JobSlot {
+            label: format!("{}-dedicated", kind.as_str()),
+            kind,
+        }];
+        let mut runs = Vec::new();
+        for rep in 1..=reps {
+            if interrupted() {
+                bail!("interrupted");
+            }
+            say(
+                "bench",
+                format!("dedicated {}: rep {rep}/{reps}", kind.as_str()),
+            );
+            let what = format!("dedicated {} rep {rep}/{reps}", kind.as_str());
+            let r = undisturbed(
+                Retry::DEFAULT,
+                &what,
+                || run_once(cluster, synth, &slot, duration_s, ids),
+                |r| r.outside_cpu_percent,
+            )
+            .context(what.clone())?;
+            runs.push(RunMetrics::of(&r.jobs[0], r.agent_cpu_percent));
+        }
+        Ok(RunMetrics::median(&runs))
+    };
+    let measured = measure().map_err(|e| format!("{e:#}"));
+    if let Err(e) = &measured {
+        say(
+            "bench",
+            format!("dedicated {}: {}", kind.as_str(), one_line(e)),
+        );
+    }
+    baselines.insert(kind, measured);
+}
+
+/// The dedicated medians of `slots` in order, or the error to put in every
+/// row of a cell that needs one that is missing.
+pub fn dedicated_of(baselines: &Baselines, slots: &[JobSlot]) -> anyhow::Result<Vec<RunMetrics>> {
+    slots
+        .iter()
+        .map(|slot| match baselines.get(&slot.kind) {
+            Some(Ok(d)) => Ok(*d),
+            Some(Err(e)) => {
+                Err(anyhow!("{e}")
+                    .context(format!("no dedicated baseline for {}", slot.kind.as_str())))
+            }
+            None => Err(anyhow!("no dedicated baseline for {}", slot.kind.as_str())),
+        })
+        .collect()
+}
 
 /// Runs every cell of `m`; never fails as a whole (failures are rows).
 pub fn run(cluster: &Cluster, synth: &str, m: &Matrix) -> Measured {
@@ -54,17 +123,15 @@ pub fn run(cluster: &Cluster, synth: &str, m: &Matrix) -> Measured {
                         interrupted: true,
                     };
                 }
-                baselines.entry(slot.kind).or_insert_with(|| {
-                    let measured = dedicated(cluster, synth, slot.kind, m, &mut ids)
-                        .map_err(|e| format!("{e:#}"));
-                    if let Err(e) = &measured {
-                        say(
-                            "bench",
-                            format!("dedicated {}: {}", slot.kind.as_str(), one_line(e)),
-                        );
-                    }
-                    measured
-                });
+                ensure_baseline(
+                    &mut baselines,
+                    cluster,
+                    synth,
+                    slot.kind,
+                    m.reps,
+                    m.duration_s,
+                    &mut ids,
+                );
             }
             for policy in &m.policies {
                 if interrupted() {
@@ -89,35 +156,6 @@ pub fn run(cluster: &Cluster, synth: &str, m: &Matrix) -> Measured {
         rows,
         interrupted: interrupted(),
     }
-}
-
-/// The median of `reps` runs of one job type alone under plain Linux.
-fn dedicated(
-    cluster: &Cluster,
-    synth: &str,
-    kind: JobType,
-    m: &Matrix,
-    ids: &mut Allocator,
-) -> anyhow::Result<RunMetrics> {
-    policies::switch_all(cluster, BASELINE).context("the dedicated runs need plain Linux")?;
-    let slot = [JobSlot {
-        label: format!("{}-dedicated", kind.as_str()),
-        kind,
-    }];
-    let mut runs = Vec::new();
-    for rep in 1..=m.reps {
-        if interrupted() {
-            bail!("interrupted");
-        }
-        say(
-            "bench",
-            format!("dedicated {}: rep {rep}/{}", kind.as_str(), m.reps),
-        );
-        let r = run_once(cluster, synth, &slot, m.duration_s, ids)
-            .with_context(|| format!("dedicated {} rep {rep}/{}", kind.as_str(), m.reps))?;
-        runs.push(RunMetrics::of(&r.jobs[0], r.agent_cpu_percent));
-    }
-    Ok(RunMetrics::median(&runs))
 }
 
 /// One (workload, MPL, policy).
@@ -162,18 +200,10 @@ impl Cell<'_> {
         baselines: &Baselines,
         ids: &mut Allocator,
     ) -> Vec<Row> {
-        let mut dedicated = Vec::new();
-        for slot in self.slots {
-            match baselines.get(&slot.kind) {
-                Some(Ok(d)) => dedicated.push(*d),
-                Some(Err(e)) => {
-                    let e = anyhow!("{e}")
-                        .context(format!("no dedicated baseline for {}", slot.kind.as_str()));
-                    return self.error_rows(&e, 0);
-                }
-                None => return self.error_rows(&anyhow!("no dedicated baseline"), 0),
-            }
-        }
+        let dedicated = match dedicated_of(baselines, self.slots) {
+            Ok(d) => d,
+            Err(e) => return self.error_rows(&e, 0),
+        };
         if let Err(e) = policies::switch_all(cluster, self.policy) {
             return self.error_rows(&e, 0);
         }

@@ -22,14 +22,13 @@ pub mod workloads;
 
 use std::{path::PathBuf, time::Duration};
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 
 use self::{matrix::Matrix, rows::Row, summary::summarise, workloads::Workload};
+use super::common::{BenchBinaries, with_own_cluster, write_outputs};
 use crate::{
-    cargo_build::{self, Profile},
-    cluster::{self, Cluster, DEFAULT_METRICS_PORT, UpOptions},
+    cluster::{AgentCommand, DEFAULT_METRICS_PORT, UpOptions},
     progress::say,
-    setup,
     workspace::Workspace,
 };
 
@@ -123,15 +122,8 @@ impl LocalReport {
 /// requested files.
 pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalReport> {
     opts.validate()?;
-    if opts.build {
-        let tools = setup::all(workspace)?;
-        cargo_build::build_binaries(workspace, &tools, Profile::Release)?;
-    }
-    let release = workspace.profile_dir("release")?;
-    let synth = release.join("cosched-synth");
-    if !synth.is_file() {
-        bail!("{} is missing: build it (drop --no-build)", synth.display());
-    }
+    let bin = BenchBinaries::snapshot(workspace, opts.build, &["cosched-agent", "cosched-synth"])?;
+    let synth = bin.path("cosched-synth");
     let m = opts.matrix();
     say(
         "bench",
@@ -145,34 +137,18 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
             opts.nodes
         ),
     );
-    // A running cluster may be someone else's: refuse rather than take it
-    // down. Leftovers without a manifest (a crashed run) are cleaned up.
-    if Cluster::try_load()?.is_some() {
-        bail!(
-            "a cluster is already up ({}): the bench needs its own; stop it with `cargo xtask cluster down`",
-            Cluster::manifest_path().display()
-        );
-    }
-    if !cluster::down()?.nothing_done() {
-        say("bench", "removed leftovers of an earlier cluster");
-    }
-    // From here to the teardown, Ctrl-C only stops the bench between runs.
-    let _interrupt = interrupt::catch()?;
-    cluster::up(
-        workspace,
-        &UpOptions {
-            nodes: opts.nodes,
-            policy: policies::BASELINE.into(),
-            metrics_port: DEFAULT_METRICS_PORT,
-            agent: None,
-            rebuild: false,
-            startup_timeout: Duration::from_secs(30),
-        },
-    )?;
-    let measured = Cluster::load().map(|c| matrix::run(&c, &synth.display().to_string(), &m));
-    let down = cluster::down();
-    let measured = measured?;
-    down.context("tearing the bench cluster down")?;
+    let up = UpOptions {
+        nodes: opts.nodes,
+        policy: policies::BASELINE.into(),
+        metrics_port: DEFAULT_METRICS_PORT,
+        agent: Some(AgentCommand::Binary(bin.path("cosched-agent"))),
+        rebuild: false,
+        startup_timeout: Duration::from_secs(30),
+        coordinator: None,
+    };
+    let measured = with_own_cluster(workspace, &up, |c| {
+        matrix::run(c, &synth.display().to_string(), &m)
+    })?;
     let report = LocalReport {
         rows: measured.rows,
         interrupted: measured.interrupted,
@@ -181,22 +157,13 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
     for s in summarise(&report.rows) {
         println!("{}", s.line());
     }
-    write_outputs(opts, &report.rows)?;
+    write_outputs(
+        opts.json.as_deref(),
+        opts.svg.as_deref(),
+        &report.rows,
+        || svg::slowdown_chart(&report.rows),
+    )?;
     Ok(report)
-}
-
-fn write_outputs(opts: &LocalOptions, rows: &[Row]) -> anyhow::Result<()> {
-    if let Some(path) = &opts.json {
-        std::fs::write(path, serde_json::to_string_pretty(rows)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-        say("bench", format!("wrote {}", path.display()));
-    }
-    if let Some(path) = &opts.svg {
-        std::fs::write(path, svg::slowdown_chart(rows))
-            .with_context(|| format!("writing {}", path.display()))?;
-        say("bench", format!("wrote {}", path.display()));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -110,7 +110,7 @@ impl Row {
 }
 
 /// `v` with `decimals`, or `-` when undefined.
-fn num(v: f64, decimals: usize) -> String {
+pub fn num(v: f64, decimals: usize) -> String {
     if v.is_finite() {
         format!("{v:.decimals$}")
     } else {

@@ -5,7 +5,10 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 
 use super::{
-    super::jobs::{self, JobOutcome, JobPlan, run_together},
+    super::{
+        jobs::{self, JobOutcome, JobPlan, run_together},
+        outside_load::{Ours, outside_percent},
+    },
     agent_cpu,
     metrics::agent_cpu_percent,
     workloads::{JobSlot, Layout},
@@ -81,6 +84,8 @@ pub struct RunResult {
     pub jobs: Vec<JobOutcome>,
     /// Mean agent CPU during the run, % of one core (NaN when unreadable).
     pub agent_cpu_percent: f64,
+    /// CPU used outside the bench meanwhile, % of one CPU (NaN: unknown).
+    pub outside_cpu_percent: f64,
 }
 
 /// Runs `slots` together once; on failure whatever may still run is killed.
@@ -93,6 +98,8 @@ pub fn run_once(
 ) -> anyhow::Result<RunResult> {
     let grouped = ids.plans(slots, cluster.nodes.len(), duration_s)?;
     let all: Vec<JobPlan> = grouped.iter().flatten().cloned().collect();
+    let ours = Ours::of(cluster);
+    let load_before = ours.sample();
     let cpu_before = agent_cpu::read_all(cluster);
     let started = Instant::now();
     let outcomes = match run_together(cluster, synth, &all) {
@@ -104,6 +111,7 @@ pub fn run_once(
     };
     let wall_s = started.elapsed().as_secs_f64();
     let cpu_after = agent_cpu::read_all(cluster);
+    let outside_cpu_percent = outside_percent(load_before, ours.sample());
     let mut outcomes = outcomes.into_iter();
     let jobs = slots
         .iter()
@@ -120,6 +128,7 @@ pub fn run_once(
     Ok(RunResult {
         jobs,
         agent_cpu_percent: agent_cpu_percent(&cpu_before, &cpu_after, wall_s),
+        outside_cpu_percent,
     })
 }
 

@@ -113,7 +113,16 @@ fn escape(text: &str) -> String {
 
 /// The whole chart as a standalone SVG document.
 pub fn slowdown_chart(rows: &[Row]) -> String {
+    titled_slowdown_chart(
+        rows,
+        "Slowdown by local policy (dedicated iter/s ÷ shared iter/s; lower is better)",
+    )
+}
+
+/// The chart with another title (bars are still the rows' `policy`).
+pub fn titled_slowdown_chart(rows: &[Row], title: &str) -> String {
     let chart = Chart::of(rows);
+    let title = escape(title);
     let width = chart.width();
     let height = TOP + chart.mpls.len().max(1) as f64 * PANEL_H;
     let mut svg = String::new();
@@ -121,7 +130,7 @@ pub fn slowdown_chart(rows: &[Row]) -> String {
         svg,
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="12" style="background:#ffffff">
-<text x="{LEFT}" y="22" font-size="15" font-weight="bold">Slowdown by local policy (dedicated iter/s ÷ shared iter/s; lower is better)</text>"#
+<text x="{LEFT}" y="22" font-size="15" font-weight="bold">{title}</text>"#
     );
     legend(&mut svg, &chart);
     for (i, &mpl) in chart.mpls.iter().enumerate() {

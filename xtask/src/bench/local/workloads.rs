@@ -66,16 +66,22 @@ impl Workload {
 
     /// The jobs of one run, named `<type>-<k>` (k counts within the type).
     pub fn slots(self, mpl: u32) -> Vec<JobSlot> {
-        let mut slots: Vec<JobSlot> = Vec::new();
-        for kind in self.job_types(mpl) {
-            let k = slots.iter().filter(|s| s.kind == kind).count() + 1;
-            slots.push(JobSlot {
-                label: format!("{}-{k}", kind.as_str()),
-                kind,
-            });
-        }
-        slots
+        slots_of(self.job_types(mpl))
     }
+}
+
+/// The jobs of one run of these types, named `<type>-<k>` (k counts within
+/// the type).
+pub fn slots_of(kinds: impl IntoIterator<Item = JobType>) -> Vec<JobSlot> {
+    let mut slots: Vec<JobSlot> = Vec::new();
+    for kind in kinds {
+        let k = slots.iter().filter(|s| s.kind == kind).count() + 1;
+        slots.push(JobSlot {
+            label: format!("{}-{k}", kind.as_str()),
+            kind,
+        });
+    }
+    slots
 }
 
 /// One job of a run.
@@ -114,6 +120,14 @@ pub enum JobType {
     /// No communication: 1 ms of computation per iteration, one size-1 job
     /// per node.
     ComputeOnly,
+    /// Seed 001's compute-bound job: a barrier (all ranks report to rank 0
+    /// and wait for its release, blocking receives) after 5 ms of
+    /// computation.
+    CpuBound,
+    /// Seed 001's I/O-bound job: a barrier after a 5 ms blocking I/O step
+    /// and no computation, so a barrier takes about as long as a
+    /// compute-bound one's while the CPU is almost idle.
+    IoBound,
 }
 
 impl JobType {
@@ -124,6 +138,8 @@ impl JobType {
             JobType::Blocking => "blocking",
             JobType::IoHeavy => "io-heavy",
             JobType::ComputeOnly => "compute",
+            JobType::CpuBound => "cpu-bound",
+            JobType::IoBound => "io-bound",
         }
     }
 
@@ -137,7 +153,11 @@ impl JobType {
     /// `cosched-synth` arguments for a run of `duration_s` measured seconds
     /// (rank, size, peers and the start instant are added by the launcher).
     pub fn synth_args(self, duration_s: f64) -> Vec<String> {
-        let ring = ["--proto", "udp", "--pattern", "ring"];
+        let pattern = match self {
+            JobType::CpuBound | JobType::IoBound => "barrier",
+            _ => "ring",
+        };
+        let common = ["--proto", "udp", "--pattern", pattern];
         let specific: &[&str] = match self {
             JobType::FineSpin => &["--recv", "spin", "--compute-us", "20"],
             JobType::CoarseSpin => &["--recv", "spin", "--compute-us", "2000"],
@@ -153,8 +173,20 @@ impl JobType {
                 "1",
             ],
             JobType::ComputeOnly => &["--compute-us", "1000"],
+            JobType::CpuBound => &["--recv", "block", "--compute-us", "5000"],
+            JobType::IoBound => &[
+                "--recv",
+                "block",
+                "--compute-us",
+                "0",
+                "--io-us",
+                "5000",
+                "--io-every",
+                "1",
+            ],
         };
-        ring.iter()
+        common
+            .iter()
             .chain(specific)
             .map(|s| s.to_string())
             .chain(["--duration".to_string(), duration_s.to_string()])
@@ -200,6 +232,21 @@ mod tests {
             blocking.contains("--recv block --compute-us 20"),
             "{blocking}"
         );
+    }
+
+    #[test]
+    fn seed_001_jobs_synchronise_by_barrier_with_blocking_receives() {
+        let cpu = JobType::CpuBound.synth_args(2.0).join(" ");
+        assert_eq!(
+            cpu,
+            "--proto udp --pattern barrier --recv block --compute-us 5000 --duration 2"
+        );
+        let io = JobType::IoBound.synth_args(2.0).join(" ");
+        assert!(
+            io.contains("--pattern barrier --recv block --compute-us 0 --io-us 5000"),
+            "{io}"
+        );
+        assert_eq!(JobType::IoBound.layout(), Layout::OneRankPerNode);
     }
 
     #[test]

@@ -1,0 +1,118 @@
+//! The columns of `bench gang`: how the nodes are scheduled.
+//!
+//! - `local`: plain Linux (agents under the `local` policy, the coordinator
+//!   idle in `fcfs`, jobs launched by the bench through the agents);
+//! - `best-local`: the best local policy of `bench local` (`pb` unless
+//!   `--local-policy` says otherwise), launched the same way;
+//! - `gang`, `paired-gang`, `fcs`: the coordinator's policies at each
+//!   `--slice-ms`, jobs submitted to the coordinator. The agents' own policy
+//!   stays `local` (gang and paired gang decide only which jobs may run; the
+//!   kernel schedules those) except under `fcs`, where the coordinator
+//!   switches them to the local FCS policy.
+use crate::bench::local::policies::BASELINE;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Mode {
+    /// Plain Linux.
+    Local,
+    /// The best local policy (`--local-policy`).
+    BestLocal,
+    /// Strict gang scheduling: one matrix row per slice.
+    Gang,
+    /// Paired gang scheduling (seed 001): a light row runs with a heavy one.
+    PairedGang,
+    /// Flexible coscheduling: gang slots, local FCS classes inside them.
+    Fcs,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 5] = [
+        Mode::Local,
+        Mode::BestLocal,
+        Mode::Gang,
+        Mode::PairedGang,
+        Mode::Fcs,
+    ];
+
+    /// The coordinator's policy for this mode (`None`: no slices, the bench
+    /// launches the jobs itself and the coordinator idles in `fcfs`).
+    pub fn coordinator_policy(self) -> Option<&'static str> {
+        match self {
+            Mode::Local | Mode::BestLocal => None,
+            Mode::Gang => Some("gang"),
+            Mode::PairedGang => Some("paired-gang"),
+            Mode::Fcs => Some("fcs"),
+        }
+    }
+
+    /// The policy in the agents' config file during this mode.
+    pub fn agent_config_policy(self, best_local: &str) -> &str {
+        match self {
+            Mode::BestLocal => best_local,
+            _ => BASELINE,
+        }
+    }
+
+    /// The local policy the agents run during this mode (what their status
+    /// reports once the coordinator's policy arrived).
+    pub fn agent_running_policy(self, best_local: &str) -> &str {
+        match self {
+            Mode::Fcs => "fcs",
+            other => other.agent_config_policy(best_local),
+        }
+    }
+
+    /// The row's `policy`: the local policy's or the coordinator's name.
+    pub fn label(self, best_local: &str) -> String {
+        match self {
+            Mode::Local => BASELINE.into(),
+            Mode::BestLocal => best_local.into(),
+            other => other.coordinator_policy().unwrap_or_default().into(),
+        }
+    }
+
+    /// Whether the mode's rows depend on the slice length.
+    pub fn sliced(self) -> bool {
+        self.coordinator_policy().is_some()
+    }
+}
+
+/// The coordinator policy while no mode of it runs (dedicated baselines,
+/// local modes): space sharing, which enforces nothing.
+pub const IDLE_COORDINATOR_POLICY: &str = "fcfs";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_modes_have_no_slices_and_keep_the_coordinator_idle() {
+        assert_eq!(Mode::Local.coordinator_policy(), None);
+        assert_eq!(Mode::BestLocal.coordinator_policy(), None);
+        assert!(!Mode::BestLocal.sliced());
+        assert!(Mode::Fcs.sliced());
+        assert_eq!(Mode::PairedGang.coordinator_policy(), Some("paired-gang"));
+    }
+
+    #[test]
+    fn labels_and_agent_policies() {
+        assert_eq!(Mode::Local.label("pb"), "local");
+        assert_eq!(Mode::BestLocal.label("pb-sb"), "pb-sb");
+        assert_eq!(Mode::Gang.label("pb"), "gang");
+        assert_eq!(Mode::BestLocal.agent_config_policy("dcs"), "dcs");
+        assert_eq!(Mode::Gang.agent_config_policy("dcs"), "local");
+        assert_eq!(Mode::Fcs.agent_config_policy("dcs"), "local");
+        assert_eq!(Mode::Fcs.agent_running_policy("dcs"), "fcs");
+        assert_eq!(Mode::PairedGang.agent_running_policy("dcs"), "local");
+    }
+
+    #[test]
+    fn names_match_the_command_line() {
+        use clap::ValueEnum as _;
+        let names: Vec<String> = Mode::ALL
+            .iter()
+            .map(|m| m.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(names, ["local", "best-local", "gang", "paired-gang", "fcs"]);
+    }
+}

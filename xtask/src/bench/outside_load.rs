@@ -1,0 +1,262 @@
+//! CPU time spent outside a bench while it runs (someone's build, another
+//! program): on a 2-core machine that distorts every number, so runs
+//! disturbed by it are repeated. Outside time = the machine's busy CPU time
+//! (user + nice + system, /proc/stat) minus what the cluster used (its node
+//! cgroups: agents and jobs), the coordinator (its /proc stat) and the bench
+//! process itself with its reaped children (getrusage). Interrupt time is
+//! left out on both sides: the jobs' own messages are processed there.
+use std::{
+    path::PathBuf,
+    thread,
+    time::{Duration, Instant},
+};
+
+use crate::{bench::local::interrupt::interrupted, cluster::Cluster, progress::say};
+
+/// When a run counts as disturbed and how it is repeated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Retry {
+    /// Outside load above which a run is repeated, % of one CPU.
+    pub max_outside_percent: f64,
+    /// Attempts before the last one is kept whatever its load.
+    pub attempts: usize,
+    /// Pause before repeating (builds come in bursts).
+    pub pause: Duration,
+}
+
+impl Retry {
+    pub const DEFAULT: Retry = Retry {
+        max_outside_percent: 10.0,
+        attempts: 8,
+        pause: Duration::from_secs(5),
+    };
+}
+
+/// CPU seconds, cumulative, at one instant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CpuSample {
+    pub at: Instant,
+    /// Busy CPU time of the whole machine.
+    pub machine_s: f64,
+    /// The cluster's, the coordinator's and the bench's own.
+    pub ours_s: f64,
+}
+
+/// What to count as ours: the nodes' cgroups and the coordinator.
+#[derive(Clone, Debug, Default)]
+pub struct Ours {
+    pub cgroups: Vec<PathBuf>,
+    pub coordinator_pid: Option<u32>,
+}
+
+impl Ours {
+    pub fn of(cluster: &Cluster) -> Self {
+        Self {
+            cgroups: cluster.nodes.iter().map(|n| n.cgroup.clone()).collect(),
+            coordinator_pid: cluster.coordinator.as_ref().and_then(|c| c.pid),
+        }
+    }
+
+    /// Now; `None` when /proc/stat cannot be read.
+    pub fn sample(&self) -> Option<CpuSample> {
+        let machine_s = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| machine_busy_ticks(&t))? as f64
+            / clock_ticks_per_s();
+        let cgroups: f64 = self
+            .cgroups
+            .iter()
+            .filter_map(|dir| std::fs::read_to_string(dir.join("cpu.stat")).ok())
+            .filter_map(|t| cgroup_usage_us(&t))
+            .map(|us| us as f64 / 1e6)
+            .sum();
+        let coordinator = self
+            .coordinator_pid
+            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .and_then(|t| process_ticks(&t))
+            .map_or(0.0, |ticks| ticks as f64 / clock_ticks_per_s());
+        Some(CpuSample {
+            at: Instant::now(),
+            machine_s,
+            ours_s: cgroups + coordinator + own_cpu_s(),
+        })
+    }
+}
+
+/// Outside load between two samples, % of one CPU (NaN when unknown).
+pub fn outside_percent(before: Option<CpuSample>, after: Option<CpuSample>) -> f64 {
+    let (Some(b), Some(a)) = (before, after) else {
+        return f64::NAN;
+    };
+    let wall = a.at.duration_since(b.at).as_secs_f64();
+    if wall <= 0.0 {
+        return f64::NAN;
+    }
+    let outside = (a.machine_s - b.machine_s) - (a.ours_s - b.ours_s);
+    (outside.max(0.0) / wall) * 100.0
+}
+
+/// Runs `run` until its outside load (`load` of its result) is at most
+/// `retry.max_outside_percent`, at most `retry.attempts` times; errors end
+/// it at once. `what` names the run in the progress lines.
+pub fn undisturbed<R>(
+    retry: Retry,
+    what: &str,
+    mut run: impl FnMut() -> anyhow::Result<R>,
+    load: impl Fn(&R) -> f64,
+) -> anyhow::Result<R> {
+    let mut attempt = 1;
+    loop {
+        let r = run()?;
+        let outside = load(&r);
+        let disturbed = outside > retry.max_outside_percent;
+        if !disturbed || attempt >= retry.attempts || interrupted() {
+            if disturbed {
+                say(
+                    "bench",
+                    format!(
+                        "{what}: kept after {attempt} attempts although disturbed ({outside:.0}% of a CPU used outside the bench)"
+                    ),
+                );
+            }
+            return Ok(r);
+        }
+        say(
+            "bench",
+            format!(
+                "{what}: {outside:.0}% of a CPU used outside the bench (a build?); repeating in {} s",
+                retry.pause.as_secs()
+            ),
+        );
+        thread::sleep(retry.pause);
+        attempt += 1;
+    }
+}
+
+/// user + nice + system ticks of the `cpu` line of /proc/stat.
+fn machine_busy_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(3)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    (fields.len() == 3).then(|| fields.iter().sum())
+}
+
+/// `usage_usec` of a cgroup v2 `cpu.stat`.
+fn cgroup_usage_us(cpu_stat: &str) -> Option<u64> {
+    cpu_stat
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// utime + stime (fields 14 and 15) of /proc/PID/stat, in ticks; fields
+/// are counted after the command name, which may hold spaces.
+fn process_ticks(stat: &str) -> Option<u64> {
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    // After the name come fields 3 (state), 4, ...: utime is the 12th.
+    let utime: u64 = fields.nth(14 - 3)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn clock_ticks_per_s() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as f64 } else { 100.0 }
+}
+
+/// CPU time of this process and its reaped children (the CLI calls).
+fn own_cpu_s() -> f64 {
+    let usage = |who| {
+        // SAFETY: getrusage writes into the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut u) } != 0 {
+            return 0.0;
+        }
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        t(u.ru_utime) + t(u.ru_stime)
+    };
+    usage(libc::RUSAGE_SELF) + usage(libc::RUSAGE_CHILDREN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_kernel_counters() {
+        let stat = "cpu  925205 64 351323 883348 3241 0 39745 502 0 0\ncpu0 1 2 3 4\n";
+        assert_eq!(machine_busy_ticks(stat), Some(925205 + 64 + 351323));
+        assert_eq!(machine_busy_ticks("cpu0 1 2 3\n"), None);
+        let cpu_stat = "usage_usec 13163378920\nuser_usec 9252690821\n";
+        assert_eq!(cgroup_usage_us(cpu_stat), Some(13163378920));
+        let proc_stat = "77 (a b) S 1 77 77 0 -1 4194560 100 0 0 0 250 31 0 0 20 0 1 0 9876";
+        assert_eq!(process_ticks(proc_stat), Some(281));
+    }
+
+    fn sample(at: Instant, machine_s: f64, ours_s: f64) -> Option<CpuSample> {
+        Some(CpuSample {
+            at,
+            machine_s,
+            ours_s,
+        })
+    }
+
+    #[test]
+    fn outside_load_is_the_machine_minus_ours_per_wall_second() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(2);
+        // 3 busy CPU seconds in 2 s, 2.5 of them ours: 25 % of a CPU outside.
+        let p = outside_percent(sample(t0, 10.0, 4.0), sample(t1, 13.0, 6.5));
+        assert!((p - 25.0).abs() < 1e-9, "{p}");
+        // Accounting noise never makes it negative.
+        assert_eq!(
+            outside_percent(sample(t0, 10.0, 4.0), sample(t1, 11.0, 5.5)),
+            0.0
+        );
+        assert!(outside_percent(None, sample(t1, 1.0, 1.0)).is_nan());
+    }
+
+    #[test]
+    fn disturbed_runs_are_repeated_and_errors_end_at_once() {
+        let retry = Retry {
+            pause: Duration::ZERO,
+            attempts: 3,
+            ..Retry::DEFAULT
+        };
+        let run = |loads: Vec<f64>| {
+            let mut loads = loads.into_iter();
+            let mut calls = 0;
+            let kept = undisturbed(
+                retry,
+                "t",
+                || {
+                    calls += 1;
+                    Ok(loads.next().unwrap())
+                },
+                |l| *l,
+            )
+            .unwrap();
+            (kept, calls)
+        };
+        assert_eq!(run(vec![2.0]), (2.0, 1));
+        assert_eq!(run(vec![50.0, 30.0, 3.0]), (3.0, 3));
+        // After the last attempt the run is kept whatever its load.
+        assert_eq!(run(vec![50.0, 40.0, 30.0, 1.0]), (30.0, 3));
+        // An unknown load (NaN) is not a reason to repeat.
+        assert!(run(vec![f64::NAN]).0.is_nan());
+        let e = undisturbed(
+            retry,
+            "t",
+            || -> anyhow::Result<f64> { anyhow::bail!("boom") },
+            |l| *l,
+        );
+        assert!(e.is_err());
+    }
+}
