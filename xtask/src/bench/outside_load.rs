@@ -1,10 +1,11 @@
 //! CPU time spent outside a bench while it runs (someone's build, another
 //! program): on a 2-core machine that distorts every number, so runs
 //! disturbed by it are repeated. Outside time = the machine's busy CPU time
-//! (user + nice + system, /proc/stat) minus what the cluster used (its node
-//! cgroups: agents and jobs), the coordinator (its /proc stat) and the bench
-//! process itself with its reaped children (getrusage). Interrupt time is
-//! left out on both sides: the jobs' own messages are processed there.
+//! (/proc/stat) minus what the cluster used (its node cgroups: agents and
+//! jobs), the coordinator (its /proc stat) and the bench process itself
+//! with its reaped children (getrusage). On a saturated machine outside
+//! work adds no busy time but displaces ours, which the difference shows
+//! all the same.
 use std::{
     path::PathBuf,
     thread,
@@ -133,16 +134,20 @@ pub fn undisturbed<R>(
     }
 }
 
-/// user + nice + system ticks of the `cpu` line of /proc/stat.
+/// Busy ticks of the `cpu` line of /proc/stat: user + nice + system +
+/// irq + softirq (a cgroup's usage includes the interrupt work done in its
+/// tasks' context: without it, network-heavy jobs would seem to use more
+/// than the machine did).
 fn machine_busy_ticks(stat: &str) -> Option<u64> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let fields: Vec<u64> = line
         .split_whitespace()
         .skip(1)
-        .take(3)
+        .take(7)
         .map(|f| f.parse().ok())
         .collect::<Option<_>>()?;
-    (fields.len() == 3).then(|| fields.iter().sum())
+    // user, nice, system, (idle, iowait), irq, softirq.
+    (fields.len() == 7).then(|| fields[..3].iter().sum::<u64>() + fields[5] + fields[6])
 }
 
 /// `usage_usec` of a cgroup v2 `cpu.stat`.
@@ -192,7 +197,7 @@ mod tests {
     #[test]
     fn parses_the_kernel_counters() {
         let stat = "cpu  925205 64 351323 883348 3241 0 39745 502 0 0\ncpu0 1 2 3 4\n";
-        assert_eq!(machine_busy_ticks(stat), Some(925205 + 64 + 351323));
+        assert_eq!(machine_busy_ticks(stat), Some(925205 + 64 + 351323 + 39745));
         assert_eq!(machine_busy_ticks("cpu0 1 2 3\n"), None);
         let cpu_stat = "usage_usec 13163378920\nuser_usec 9252690821\n";
         assert_eq!(cgroup_usage_us(cpu_stat), Some(13163378920));

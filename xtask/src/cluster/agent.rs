@@ -4,7 +4,7 @@
 use std::{
     fs,
     os::unix::process::CommandExt as _,
-    path::PathBuf,
+    path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     thread,
     time::{Duration, Instant},
@@ -125,7 +125,7 @@ pub fn wait_until_ready(node: &Node, child: &mut Child, timeout: Duration) -> Re
                 "the agent of {} exited ({status}) before creating {}{}",
                 node.name,
                 node.control_socket.display(),
-                log_tail(node)
+                log_tail(&node.log_file)
             );
         }
         if Instant::now() >= deadline {
@@ -134,15 +134,16 @@ pub fn wait_until_ready(node: &Node, child: &mut Child, timeout: Duration) -> Re
                 node.name,
                 node.control_socket.display(),
                 timeout.as_secs_f32(),
-                log_tail(node)
+                log_tail(&node.log_file)
             );
         }
         thread::sleep(Duration::from_millis(50));
     }
 }
 
-fn log_tail(node: &Node) -> String {
-    let log = fs::read_to_string(&node.log_file).unwrap_or_default();
+/// The end of a daemon's log file, for an error message.
+pub(super) fn log_tail(log_file: &Path) -> String {
+    let log = fs::read_to_string(log_file).unwrap_or_default();
     let tail = process::tail(log.trim_end(), LOG_TAIL_LINES);
     if tail.is_empty() {
         "; its log is empty".to_owned()

@@ -21,7 +21,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::{Cluster, procfs};
+use super::{Cluster, agent::log_tail, procfs};
 use crate::process;
 
 /// The coordinator's agent listener port (on node 0's address).
@@ -248,27 +248,21 @@ pub fn spawn(coordinator: &mut CoordinatorNode, timeout: Duration) -> Result<Chi
         }
         if let Some(status) = child.try_wait().context("polling the coordinator")? {
             bail!(
-                "the coordinator exited during start-up ({status}); end of {}:\n  | {}",
-                coordinator.log_file.display(),
-                log_tail(coordinator)
+                "the coordinator exited during start-up ({status}){}",
+                log_tail(&coordinator.log_file)
             );
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             bail!(
-                "the coordinator did not answer on {} within {} s; end of its log:\n  | {}",
+                "the coordinator did not answer on {} within {} s{}",
                 coordinator.admin_socket.display(),
                 timeout.as_secs_f32(),
-                log_tail(coordinator)
+                log_tail(&coordinator.log_file)
             );
         }
         thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn log_tail(coordinator: &CoordinatorNode) -> String {
-    let log = fs::read_to_string(&coordinator.log_file).unwrap_or_default();
-    process::tail(log.trim_end(), 20).replace('\n', "\n  | ")
 }
 
 /// SIGTERM and wait (SIGKILL after a grace period). Nothing to do when it

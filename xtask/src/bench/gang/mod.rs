@@ -50,7 +50,7 @@ use crate::{
 /// what the switches cost.
 pub const DEFAULT_SLICES_MS: [u64; 2] = [10, 50];
 /// The SVG's title.
-const CHART_TITLE: &str = "Slowdown, local and coordinator policies (by slice): dedicated iter/s ÷ shared iter/s; lower is better";
+const CHART_TITLE: &str = "Slowdown (dedicated ÷ shared iter/s, lower is better)";
 /// The coordinator's shortest slice (its config refuses less).
 pub const MIN_SLICE_MS: u64 = 10;
 /// The best local policy of `bench local` (fine-grain spinning, MPL 2).

@@ -12,7 +12,10 @@ use super::{metrics::geometric_mean, rows::Row};
 
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 90.0;
+/// Where the first panel starts with a one-line legend.
 const TOP: f64 = 60.0;
+/// Height of each further legend line.
+const LEGEND_LINE_H: f64 = 18.0;
 const PANEL_H: f64 = 320.0;
 const PLOT_TOP: f64 = 34.0;
 const PLOT_H: f64 = 220.0;
@@ -22,7 +25,10 @@ const MIN_GROUP_W: f64 = 90.0;
 const GROUP_GAP: f64 = 30.0;
 /// Wide enough for the title.
 const MIN_WIDTH: f64 = 640.0;
+/// A legend item is at least this wide, more for long names.
 const LEGEND_ITEM_W: f64 = 90.0;
+/// Width of a character of the legend (12 px sans-serif), generously.
+const CHAR_W: f64 = 7.5;
 /// The axis ends at most at this multiple of the ideal slowdown.
 const AXIS_CAP_TIMES_IDEAL: f64 = 4.0;
 const COLOURS: [&str; 8] = [
@@ -31,7 +37,8 @@ const COLOURS: [&str; 8] = [
 
 /// What the chart shows, taken from the rows.
 struct Chart {
-    workloads: Vec<String>,
+    /// Workloads per MPL (a panel shows only the workloads run at its MPL).
+    workloads: Vec<(u32, Vec<String>)>,
     policies: Vec<String>,
     mpls: Vec<u32>,
 }
@@ -44,14 +51,28 @@ impl Chart {
             mpls: Vec::new(),
         };
         for r in rows {
-            push_new(&mut chart.workloads, &r.workload);
             push_new(&mut chart.policies, &r.policy);
             if !chart.mpls.contains(&r.mpl) {
                 chart.mpls.push(r.mpl);
+                chart.workloads.push((r.mpl, Vec::new()));
             }
+            let at_mpl = chart.workloads.iter_mut().find(|(m, _)| *m == r.mpl);
+            push_new(&mut at_mpl.expect("added above").1, &r.workload);
         }
         chart.mpls.sort_unstable();
         chart
+    }
+
+    fn workloads_at(&self, mpl: u32) -> &[String] {
+        self.workloads
+            .iter()
+            .find(|(m, _)| *m == mpl)
+            .map_or(&[], |(_, w)| w.as_slice())
+    }
+
+    fn legend_item_w(&self) -> f64 {
+        let longest = self.policies.iter().map(|p| p.chars().count()).max();
+        (16.0 + CHAR_W * longest.unwrap_or(0) as f64 + 10.0).max(LEGEND_ITEM_W)
     }
 
     fn bars_w(&self) -> f64 {
@@ -62,14 +83,30 @@ impl Chart {
         self.bars_w().max(MIN_GROUP_W)
     }
 
+    /// The plot of the panel with the most workloads.
     fn plot_w(&self) -> f64 {
-        let groups = self.workloads.len() as f64;
+        let groups = self
+            .workloads
+            .iter()
+            .map(|(_, w)| w.len())
+            .max()
+            .unwrap_or(0) as f64;
         groups * self.group_w() + (groups + 1.0) * GROUP_GAP
     }
 
+    /// The plot's width (at least the title's), which the legend wraps at.
     fn width(&self) -> f64 {
-        let legend = self.policies.len() as f64 * LEGEND_ITEM_W;
-        (LEFT + self.plot_w().max(legend) + RIGHT).max(MIN_WIDTH)
+        (LEFT + self.plot_w() + RIGHT).max(MIN_WIDTH)
+    }
+
+    fn legend_per_line(&self) -> usize {
+        (((self.width() - LEFT) / self.legend_item_w()) as usize).max(1)
+    }
+
+    /// Where the first panel starts, below the legend's lines.
+    fn top(&self) -> f64 {
+        let lines = self.policies.len().div_ceil(self.legend_per_line()).max(1);
+        TOP + (lines - 1) as f64 * LEGEND_LINE_H
     }
 }
 
@@ -124,7 +161,7 @@ pub fn titled_slowdown_chart(rows: &[Row], title: &str) -> String {
     let chart = Chart::of(rows);
     let title = escape(title);
     let width = chart.width();
-    let height = TOP + chart.mpls.len().max(1) as f64 * PANEL_H;
+    let height = chart.top() + chart.mpls.len().max(1) as f64 * PANEL_H;
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -134,18 +171,27 @@ pub fn titled_slowdown_chart(rows: &[Row], title: &str) -> String {
     );
     legend(&mut svg, &chart);
     for (i, &mpl) in chart.mpls.iter().enumerate() {
-        panel(&mut svg, &chart, rows, mpl, TOP + i as f64 * PANEL_H);
+        panel(
+            &mut svg,
+            &chart,
+            rows,
+            mpl,
+            chart.top() + i as f64 * PANEL_H,
+        );
     }
     svg.push_str("</svg>\n");
     svg
 }
 
 fn legend(svg: &mut String, chart: &Chart) {
+    let per_line = chart.legend_per_line();
     for (i, p) in chart.policies.iter().enumerate() {
-        let x = LEFT + i as f64 * LEGEND_ITEM_W;
+        let x = LEFT + (i % per_line) as f64 * chart.legend_item_w();
+        let y = 42.0 + (i / per_line) as f64 * LEGEND_LINE_H;
         let _ = writeln!(
             svg,
-            r#"<circle cx="{cx:.1}" cy="42" r="6" fill="{c}"/><text x="{tx:.1}" y="46">{p}</text>"#,
+            r#"<circle cx="{cx:.1}" cy="{y:.1}" r="6" fill="{c}"/><text x="{tx:.1}" y="{ty:.1}">{p}</text>"#,
+            ty = y + 4.0,
             cx = x + 6.0,
             c = COLOURS[i % COLOURS.len()],
             tx = x + 16.0,
@@ -158,8 +204,8 @@ fn panel(svg: &mut String, chart: &Chart, rows: &[Row], mpl: u32, y0: f64) {
     let top = y0 + PLOT_TOP;
     let bottom = top + PLOT_H;
     let right = LEFT + chart.plot_w();
-    let values: Vec<f64> = chart
-        .workloads
+    let workloads = chart.workloads_at(mpl);
+    let values: Vec<f64> = workloads
         .iter()
         .flat_map(|w| {
             chart
@@ -207,7 +253,7 @@ fn panel(svg: &mut String, chart: &Chart, rows: &[Row], mpl: u32, y0: f64) {
         xl = bottom + 42.0,
     );
     // Bars, grouped by workload.
-    for (g, w) in chart.workloads.iter().enumerate() {
+    for (g, w) in workloads.iter().enumerate() {
         let gx = LEFT + GROUP_GAP + g as f64 * (chart.group_w() + GROUP_GAP);
         let _ = writeln!(
             svg,
@@ -361,6 +407,52 @@ mod tests {
             svg.contains(">10</text>") && !svg.contains(">100</text>"),
             "{svg}"
         );
+    }
+
+    #[test]
+    fn panels_show_only_their_workloads_and_the_legend_fits_long_names() {
+        let rows = vec![
+            sample_row("comm", "paired-gang 10ms", 2, "j", 2.0),
+            sample_row("mix1", "paired-gang 10ms", 4, "j", 3.0),
+            sample_row("mix1", "local", 4, "j", 3.5),
+        ];
+        let svg = slowdown_chart(&rows);
+        check_balanced(&svg);
+        assert_eq!(svg.matches(">comm</text>").count(), 1, "only in MPL 2");
+        assert_eq!(svg.matches(">mix1</text>").count(), 1, "only in MPL 4");
+        // The second legend item starts after the first one's long name.
+        let second = svg.find(">local</text>").unwrap();
+        let x: f64 = svg[..second]
+            .rsplit("<text x=\"")
+            .next()
+            .and_then(|t| t.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        assert!(x > LEFT + 16.0 + 16.0 * CHAR_W, "{x}");
+    }
+
+    #[test]
+    fn a_long_legend_wraps_within_the_chart() {
+        let rows: Vec<Row> = (0..8)
+            .map(|i| sample_row("comm", &format!("paired-gang {i}0ms"), 2, "j", 2.0))
+            .collect();
+        let svg = slowdown_chart(&rows);
+        check_balanced(&svg);
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|t| t.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        assert_eq!(width, MIN_WIDTH, "the legend does not widen the chart");
+        let circles: Vec<f64> = svg
+            .split("<circle cx=\"")
+            .skip(1)
+            .filter_map(|t| t.split('"').next()?.parse().ok())
+            .collect();
+        assert_eq!(circles.len(), 8);
+        assert!(circles.iter().all(|x| *x < width), "{circles:?}");
+        assert!(svg.contains("cy=\"60.0\""), "a second legend line");
     }
 
     #[test]
