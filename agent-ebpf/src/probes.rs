@@ -328,18 +328,17 @@ pub fn sock_send_length(ctx: TracePointContext) -> u32 {
     0
 }
 
-/// Whether an arrival for off-CPU task `tid` (which last ran on `cpu`) is a
-/// decision the agent must make now: not when the task is already boosted (it
+/// Whether a reported arrival for ready off-CPU task `tid` (which last ran on
+/// `cpu`) must wake the agent now: not when the task is already boosted (it
 /// runs as soon as it can), nor when the agent itself holds that CPU (it
 /// drains the ring before it sleeps).
 #[inline(always)]
-fn wake_for_offcpu_arrival(tid: u32, cpu: u32) -> bool {
-    let s = settings();
-    if s.wake_on_offcpu_arrival == 0 || watched(tid, watch_flags::BOOSTED) {
+fn wake_for_offcpu_arrival(tid: u32, cpu: u32, agent_tid: u32) -> bool {
+    if watched(tid, watch_flags::BOOSTED) {
         return false;
     }
     match CPU_CURRENT.get(cpu) {
-        Some(slot) => s.agent_tid == 0 || slot.tid != s.agent_tid,
+        Some(slot) => agent_tid == 0 || slot.tid != agent_tid,
         None => true,
     }
 }
@@ -378,9 +377,10 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     // (spin-block) is a decision wherever it is: its wait is over. Every
     // other arrival is only counted (above): the agent reads the counters at
     // its tick, so the ring (and the agent's drain) sees no per-message cost.
+    let s = settings();
     let ready_off_cpu = !on_cpu
         && (t.last_out_preempted != 0 || t.spin_episode_start_ns != 0)
-        && settings().wake_on_offcpu_arrival != 0;
+        && s.wake_on_offcpu_arrival != 0;
     let held = !ready_off_cpu && watched(tid, watch_flags::HELD);
     if !ready_off_cpu && !held {
         return 0;
@@ -393,7 +393,10 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
         ts_ns: now,
         arg: sk,
     };
-    emit(&ev, held || wake_for_offcpu_arrival(tid, t.cpu));
+    emit(
+        &ev,
+        held || wake_for_offcpu_arrival(tid, t.cpu, s.agent_tid),
+    );
     0
 }
 

@@ -54,53 +54,19 @@ fn arrival_for_task_blocked_in_a_receive_is_left_to_the_kernel() {
 
 #[test]
 fn receiver_woken_from_a_blocking_receive_seen_at_a_tick_is_left_to_the_kernel() {
-    use crate::local::{CpuSnapshot, NodeSnapshot, TaskSnapshot};
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
     h.run(T1, 0, ms(2));
     h.sleep(T1, ms(3)); // blocking receive
     // The message arrived at 4 ms; only the tick at 5 ms sees it (pending,
     // off CPU, last switch-out a block, not a preemption).
-    let snapshot = NodeSnapshot {
-        tasks: vec![TaskSnapshot {
-            task: T1,
-            on_cpu: false,
-            spinning_since: None,
-            pending_message: true,
-            preempted: false,
-            last_arrival_ns: ms(4),
-            oncpu_ns: ms(2),
-            arrivals: 1,
-        }],
-        cpus: vec![CpuSnapshot {
-            cpu: 0,
-            running: Some(T2),
-        }],
-    };
-    h.tick_with(ms(5), &snapshot);
+    h.tick_with(ms(5), &message_pending_off_cpu(T1, ms(4), false, T2));
     assert_eq!(h.level(T1), Level::Normal, "the kernel wakes it; no boost");
 }
 
 #[test]
 fn preempted_receiver_whose_arrival_only_a_tick_saw_is_boosted() {
-    use crate::local::{CpuSnapshot, NodeSnapshot, TaskSnapshot};
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
-    let snapshot = NodeSnapshot {
-        tasks: vec![TaskSnapshot {
-            task: T1,
-            on_cpu: false,
-            spinning_since: None,
-            pending_message: true,
-            preempted: true,
-            last_arrival_ns: ms(2),
-            oncpu_ns: ms(1),
-            arrivals: 1,
-        }],
-        cpus: vec![CpuSnapshot {
-            cpu: 0,
-            running: Some(T2),
-        }],
-    };
-    h.tick_with(ms(3), &snapshot);
+    h.tick_with(ms(3), &message_pending_off_cpu(T1, ms(2), true, T2));
     assert_eq!(h.level(T1), BOOST10);
 }
 

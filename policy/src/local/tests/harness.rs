@@ -3,8 +3,8 @@
 //! does), and records every action with its time.
 
 use crate::local::{
-    Action, Event, JobId, Level, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind, Reason,
-    SwitchOut, TaskId, TaskInfo, build_policy,
+    Action, CpuSnapshot, Event, JobId, Level, LocalPolicy, LocalPolicyConfig, NodeSnapshot,
+    PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
 };
 
 pub const fn us(n: u64) -> u64 {
@@ -22,6 +22,34 @@ pub const T4: TaskId = TaskId(104);
 pub const JA: JobId = JobId(1);
 pub const JB: JobId = JobId(2);
 pub const JC: JobId = JobId(3);
+
+/// What a tick sees when a message came for `task`, off CPU, at `arrived_at`
+/// (`preempted`: its last switch-out was a preemption, not a block) while
+/// `running` holds CPU 0. Fields a scenario needs otherwise are set on the
+/// returned snapshot's task.
+pub fn message_pending_off_cpu(
+    task: TaskId,
+    arrived_at: u64,
+    preempted: bool,
+    running: TaskId,
+) -> NodeSnapshot {
+    NodeSnapshot {
+        tasks: vec![TaskSnapshot {
+            task,
+            on_cpu: false,
+            spinning_since: None,
+            pending_message: true,
+            preempted,
+            last_arrival_ns: arrived_at,
+            oncpu_ns: 0,
+            arrivals: 1,
+        }],
+        cpus: vec![CpuSnapshot {
+            cpu: 0,
+            running: Some(running),
+        }],
+    }
+}
 
 /// A policy under test, its clock and everything it did.
 pub struct Harness<P: LocalPolicy = Box<dyn LocalPolicy>> {

@@ -2,8 +2,7 @@
 
 use super::harness::*;
 use crate::local::{
-    BlockMethod, CpuSnapshot, Level, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
-    Reason, SpinBlockParams, TaskSnapshot,
+    BlockMethod, Level, LocalPolicy, LocalPolicyConfig, PolicyKind, Reason, SpinBlockParams,
 };
 
 fn sb_config(sb: SpinBlockParams) -> LocalPolicyConfig {
@@ -191,22 +190,9 @@ fn lost_arrival_seen_in_snapshot_wakes_blocked_task() {
     h.sleep(T1, ms(2));
     h.run(T2, 0, ms(2));
     assert_eq!(h.level(T1), Level::Stop);
-    let snapshot = NodeSnapshot {
-        tasks: vec![TaskSnapshot {
-            task: T1,
-            on_cpu: false,
-            spinning_since: Some(ms(1)),
-            pending_message: true,
-            preempted: false,
-            last_arrival_ns: ms(4),
-            oncpu_ns: ms(2),
-            arrivals: 1,
-        }],
-        cpus: vec![CpuSnapshot {
-            cpu: 0,
-            running: Some(T2),
-        }],
-    };
+    let mut snapshot = message_pending_off_cpu(T1, ms(4), false, T2);
+    snapshot.tasks[0].spinning_since = Some(ms(1));
+    snapshot.tasks[0].oncpu_ns = ms(2);
     h.tick_with(ms(5), &snapshot);
     assert_eq!(h.last(T1), Some((ms(5), BOOST10, Reason::WakeOnArrival)));
 }
