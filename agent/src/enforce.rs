@@ -46,7 +46,7 @@ pub fn set_attr(
     })();
     match res {
         Err(e) if is_gone(&e) => {
-            ledger.forget(tid)?;
+            ledger.forget(tid);
             Ok(Applied::TaskGone)
         }
         r => r,

@@ -64,6 +64,9 @@ pub struct Engine<K: Kernel> {
     boost_watch: u32,
 }
 
+/// How far behind schedule a policy tick must be to count as late.
+const LATE_TICK_NS: u64 = 20_000_000;
+
 /// Boosted tasks are marked so arrivals for them wake nobody; their spin
 /// starts are reported only to policies whose boosts end when the task waits
 /// again (per-message DCS, SB wake-ups, periodic boosts).
@@ -208,6 +211,14 @@ impl<K: Kernel> Engine<K> {
         let sched = self.reg.job(job).and_then(|j| j.sched);
         let now = self.k.now_ns();
         for &tid in &tids {
+            // Write-ahead, here rather than at the policy's first change:
+            // the journal write may block (see restore.rs).
+            if let Err(e) = self.ledger.record(&self.k, tid) {
+                if is_gone(&e) {
+                    continue;
+                }
+                return Err(e.into());
+            }
             self.k.track(tid, pid, job)?;
             self.reg.add_task(job, tid, pid);
             if let Some(req) = &sched {
@@ -354,9 +365,7 @@ impl<K: Kernel> Engine<K> {
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         let _ = self.k.untrack(tid);
-        if let Err(e) = self.ledger.forget(tid) {
-            tracing::warn!(tid, "updating restore journal: {e}");
-        }
+        self.ledger.forget(tid);
         let _ = self.k.forget_sockets_of(&[tid]);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
     }
@@ -407,6 +416,7 @@ impl<K: Kernel> Engine<K> {
         // first, so the tick decides on everything that happened.
         self.handle_events(self.k.now_ns());
         let now = self.k.now_ns();
+        self.note_late_tick(now);
         // One lookup per managed task (walking the map would cost two
         // syscalls per entry plus one): this runs every tick.
         let mut live = Vec::with_capacity(self.reg.task_count());
@@ -426,6 +436,22 @@ impl<K: Kernel> Engine<K> {
         }
         self.driver.tick(now, &live, &holders);
         self.apply_policy_actions(None);
+    }
+
+    /// A tick far behind its schedule means the agent itself did not get
+    /// its CPU (real-time throttling, a higher-priority task, a blocking
+    /// call): every decision waited that long. Counted and logged.
+    fn note_late_tick(&mut self, now: u64) {
+        let last = self.driver.last_tick();
+        let due = last.saturating_add(self.driver.tick_ns());
+        let late_ns = now.saturating_sub(due);
+        if last != 0 && late_ns > LATE_TICK_NS {
+            self.metrics.late_ticks.inc();
+            tracing::warn!(
+                late_ms = late_ns as f64 / 1e6,
+                "policy tick ran late: the agent did not get its CPU"
+            );
+        }
     }
 
     /// Applies what the policy decided. `trigger` is the eBPF timestamp of
@@ -634,6 +660,9 @@ impl<K: Kernel> Engine<K> {
     /// completion, metrics. Returns jobs that finished in this poll.
     pub fn poll(&mut self, now_ns: u64, agent_cpu_seconds: f64) -> Vec<JobId> {
         self.handle_events(now_ns);
+        if let Err(e) = self.ledger.flush() {
+            tracing::warn!("updating the restore journal: {e}");
+        }
         let stats = match self.k.task_stats() {
             Ok(s) => s,
             Err(e) => {

@@ -27,6 +27,7 @@ pub struct Metrics {
     /// every ring-buffer record (tens of thousands a second).
     events: [IntCounter; 5],
     pub event_wakeups: IntCounter,
+    pub late_ticks: IntCounter,
     forced_wakeups: IntCounter,
     ebpf_runs: IntCounterVec,
     ebpf_seconds: CounterVec,
@@ -88,6 +89,7 @@ impl Metrics {
                 let v = icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]);
                 EVENT_KINDS.map(|k| v.with_label_values(&[k]))
             },
+            late_ticks: reg(&r, IntCounter::new("cosched_agent_late_policy_ticks_total", "Policy ticks that ran more than 20 ms behind schedule (the agent did not get its CPU).").expect("valid metric")),
             event_wakeups: reg(&r, IntCounter::new("cosched_agent_event_wakeups_total", "Times the agent woke up to drain the event ring buffer (events are batched, not one wakeup each).").expect("valid metric")),
             forced_wakeups: reg(&r, IntCounter::new("cosched_ebpf_forced_wakeups_total", "Events the eBPF programs submitted with a forced wakeup of the agent (arrivals the policy must decide on now).").expect("valid metric")),
             ebpf_runs: icv("cosched_ebpf_program_runs_total", "Runs of each eBPF program (kernel BPF stats).", &["program"]),

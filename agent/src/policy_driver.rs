@@ -171,6 +171,16 @@ impl PolicyDriver {
     }
 
     /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
+    /// When the last tick ran (0: none yet).
+    pub fn last_tick(&self) -> u64 {
+        self.last_tick
+    }
+
+    /// The interval between ticks, ns.
+    pub fn tick_ns(&self) -> u64 {
+        self.tick_ns
+    }
+
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {
             return None;

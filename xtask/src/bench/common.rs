@@ -82,11 +82,50 @@ pub fn with_own_cluster<T>(
     // From here to the teardown, Ctrl-C only stops the bench between runs.
     let _interrupt = interrupt::catch()?;
     let up = cluster::up(workspace, options);
-    let measured = up.map(|mut c| bench(&mut c));
+    let measured = up.map(|mut c| {
+        let measured = bench(&mut c);
+        keep_logs_if_asked(&c);
+        measured
+    });
     let down = cluster::down();
     let measured = measured?;
     down.context("tearing the bench cluster down")?;
     Ok(measured)
+}
+
+/// With `COSCHED_BENCH_KEEP_LOGS=DIR`, the daemons' logs are copied there
+/// before the teardown removes them (`RUST_LOG` reaches the daemons).
+fn keep_logs_if_asked(cluster: &Cluster) {
+    let Some(dir) = std::env::var_os("COSCHED_BENCH_KEEP_LOGS") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let logs = cluster
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), &n.log_file))
+        .chain(
+            cluster
+                .coordinator
+                .iter()
+                .map(|c| ("coordinator".into(), &c.log_file)),
+        );
+    let copied = std::fs::create_dir_all(dir).and_then(|()| {
+        for (name, log) in logs {
+            std::fs::copy(log, dir.join(format!("{name}.log")))?;
+        }
+        Ok(())
+    });
+    match copied {
+        Ok(()) => say(
+            "bench",
+            format!("kept the daemons' logs in {}", dir.display()),
+        ),
+        Err(e) => say(
+            "bench",
+            format!("could not keep the logs in {}: {e}", dir.display()),
+        ),
+    }
 }
 
 /// Writes the rows as JSON to `json` and the chart `svg()` to `svg`, each
