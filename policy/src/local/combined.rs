@@ -144,6 +144,7 @@ impl DynamicCoscheduler {
                 obs: Observed::default(),
                 hold: Hold::Free,
                 spin_time,
+                oncpu_ns: None,
             },
         );
         self.ring.push(task);
@@ -283,10 +284,17 @@ impl DynamicCoscheduler {
     fn reconcile(&mut self, snapshot: &NodeSnapshot, out: &mut Vec<Action>) {
         let now = self.now;
         self.cpus.replace(&snapshot.cpus);
+        let jobs: std::collections::BTreeSet<JobId> = self.tasks.values().map(|m| m.job).collect();
+        self.budget.set_jobs_on_node(jobs.len());
         for snap in &snapshot.tasks {
             let Some(managed) = self.tasks.get_mut(&snap.task) else {
                 continue;
             };
+            let ran = managed
+                .oncpu_ns
+                .map_or(0, |before| snap.oncpu_ns.saturating_sub(before));
+            managed.oncpu_ns = Some(snap.oncpu_ns);
+            self.budget.note_cpu(managed.job, ran, now);
             let missed_arrival = managed.obs.reconcile(snap, now);
             let wait_ended = managed.obs.spin.is_none() && !managed.obs.pending_message;
             let blocked = matches!(managed.hold, Hold::Blocked { .. });

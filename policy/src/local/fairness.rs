@@ -9,6 +9,15 @@
 //! `W`, summed over its tasks. Once the budget is spent, its boosts end and new
 //! ones are refused until the next window (wake-ups still happen, unboosted).
 //!
+//! A boosted job also gets its ordinary share between boosts, so a boost
+//! budget alone still let a chatty job take three quarters of a CPU from a
+//! compute-only neighbour (measured: compute job 3.5× slower under `dcs`
+//! instead of 2×). The equal-share rule closes that: a job may be boosted only
+//! while the CPU time it received in the current window is at most an equal
+//! share (plus a small slack) of what all the node's managed jobs received —
+//! boosts bring a job's turn forward, never past its share. The CPU time comes
+//! from the tick's snapshots (`TaskSnapshot::oncpu_ns`).
+//!
 //! All boosts of the node together are bounded too (`max_node_boosted_percent`
 //! of a CPU): boosts are real-time, and when real-time tasks fill 95 % of a
 //! second the kernel throttles *every* real-time task on the CPU for the rest
@@ -36,6 +45,13 @@ pub struct FairnessParams {
     /// of one CPU (1..=6400; on a node with n CPUs up to n × 100 makes
     /// sense). Default 80: below the kernel's real-time throttling (95 %).
     pub max_node_boosted_percent: u16,
+    /// Refuse (and end) boosts of a job that received more than an equal
+    /// share of the CPU time the node's managed jobs got in the window.
+    /// Default true.
+    pub equal_cpu_share: bool,
+    /// How far past its equal share a job may still be boosted, percent of
+    /// the window. Default 5.
+    pub cpu_share_slack_percent: u8,
 }
 
 impl Default for FairnessParams {
@@ -44,6 +60,8 @@ impl Default for FairnessParams {
             window_us: 100_000,
             max_boosted_percent: 50,
             max_node_boosted_percent: 80,
+            equal_cpu_share: true,
+            cpu_share_slack_percent: 5,
         }
     }
 }
@@ -62,6 +80,12 @@ impl FairnessParams {
             self.max_node_boosted_percent.into(),
             1,
             6400,
+        )?;
+        ConfigError::require_range(
+            "fairness.cpu_share_slack_percent",
+            self.cpu_share_slack_percent.into(),
+            0,
+            100,
         )
     }
 
@@ -107,6 +131,13 @@ pub(crate) struct FairnessBudget {
     jobs: BTreeMap<JobId, JobAccount>,
     /// Every boost of the node, whatever its job.
     node: JobAccount,
+    /// The equal-share rule's slack, ns (None: rule off).
+    share_slack_ns: Option<u64>,
+    /// CPU time per job in the window `cpu_window` (equal-share rule).
+    cpu: BTreeMap<JobId, u64>,
+    cpu_window: u64,
+    /// Jobs with tasks on the node.
+    jobs_on_node: u64,
 }
 
 impl FairnessBudget {
@@ -117,7 +148,50 @@ impl FairnessBudget {
             node_budget_ns: params.node_budget_ns(),
             jobs: BTreeMap::new(),
             node: JobAccount::default(),
+            share_slack_ns: params.equal_cpu_share.then(|| {
+                (u128::from(params.window_ns()) * u128::from(params.cpu_share_slack_percent) / 100)
+                    as u64
+            }),
+            cpu: BTreeMap::new(),
+            cpu_window: 0,
+            jobs_on_node: 0,
         }
+    }
+
+    /// How many jobs have tasks on the node (the equal share's divisor).
+    pub fn set_jobs_on_node(&mut self, jobs: usize) {
+        self.jobs_on_node = jobs as u64;
+    }
+
+    /// `job` ran `ns` more on the node's CPUs, observed at `now`.
+    pub fn note_cpu(&mut self, job: JobId, ns: u64, now: u64) {
+        self.roll_cpu_window(now);
+        *self.cpu.entry(job).or_default() += ns;
+    }
+
+    fn roll_cpu_window(&mut self, now: u64) {
+        let window = now / self.window_ns;
+        if window != self.cpu_window {
+            self.cpu_window = window;
+            self.cpu.clear();
+        }
+    }
+
+    /// Whether `job` got more than its equal share of the window's CPU time
+    /// (plus the slack).
+    pub fn over_cpu_share(&mut self, job: JobId, now: u64) -> bool {
+        let Some(slack) = self.share_slack_ns else {
+            return false;
+        };
+        self.roll_cpu_window(now);
+        let jobs = self.jobs_on_node.max(self.cpu.len() as u64);
+        if jobs < 2 {
+            return false;
+        }
+        let total: u64 = self.cpu.values().sum();
+        let used = self.cpu.get(&job).copied().unwrap_or(0);
+        u128::from(used) * u128::from(jobs)
+            > u128::from(total) + u128::from(slack) * u128::from(jobs)
     }
 
     /// Whether `job` may start one more boost at `now`: it must have enough
@@ -129,6 +203,7 @@ impl FairnessBudget {
         let node_boosts = u64::from(self.node_account(now).active) + 1;
         remaining >= boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
             && self.node_remaining(now) >= node_boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
+            && !self.over_cpu_share(job, now)
     }
 
     /// A task of `job` starts being boosted at `now`.
@@ -186,6 +261,7 @@ impl FairnessBudget {
             .filter(|&job| {
                 let remaining = self.remaining(job, now);
                 remaining < u64::from(self.account(job, now).active)
+                    || self.over_cpu_share(job, now)
             })
             .collect()
     }
@@ -211,6 +287,7 @@ impl FairnessBudget {
     pub fn clear(&mut self) {
         self.jobs.clear();
         self.node = JobAccount::default();
+        self.cpu.clear();
     }
 
     /// Brings `job`'s account up to `now` and returns it.
@@ -254,6 +331,7 @@ mod tests {
             window_us,
             max_boosted_percent: percent,
             max_node_boosted_percent: 6400,
+            ..FairnessParams::default()
         })
     }
 
@@ -263,6 +341,7 @@ mod tests {
             window_us: 1_000,
             max_boosted_percent: 50,
             max_node_boosted_percent: 80,
+            ..FairnessParams::default()
         });
         // Two jobs, each within its own half, one after the other.
         b.start(JobId(1), 0);
@@ -281,6 +360,45 @@ mod tests {
             b.can_start(JobId(3), 1_000_000),
             "the next window refills it"
         );
+    }
+
+    #[test]
+    fn job_past_its_equal_cpu_share_is_not_boosted_until_the_next_window() {
+        let mut b = FairnessBudget::new(&FairnessParams {
+            window_us: 100_000,
+            ..FairnessParams::default()
+        }); // slack 5 ms
+        let (chatty, compute) = (JobId(1), JobId(2));
+        b.set_jobs_on_node(2);
+        b.note_cpu(chatty, 30_000_000, 40_000_000);
+        b.note_cpu(compute, 10_000_000, 40_000_000);
+        // 30 of 40 ms: past half + 5 ms.
+        assert!(!b.can_start(chatty, 40_000_000));
+        assert!(b.can_start(compute, 40_000_000));
+        b.start(compute, 40_000_000);
+        assert!(b.exhausted(40_000_000).is_empty());
+        b.note_cpu(compute, 40_000_000, 80_000_000);
+        // compute 50 of 80 ms: past its share now, its running boost ends.
+        assert_eq!(b.exhausted(80_000_000), vec![compute]);
+        assert!(b.can_start(chatty, 80_000_000));
+        // A new window starts everyone equal.
+        b.stop(compute, 80_000_000);
+        assert!(b.can_start(compute, 100_000_000));
+    }
+
+    #[test]
+    fn equal_share_rule_is_idle_with_one_job_or_when_off() {
+        let mut b = FairnessBudget::new(&FairnessParams::default());
+        b.set_jobs_on_node(1);
+        b.note_cpu(JobId(1), 90_000_000, 90_000_000);
+        assert!(b.can_start(JobId(1), 90_000_000));
+        let mut off = FairnessBudget::new(&FairnessParams {
+            equal_cpu_share: false,
+            ..FairnessParams::default()
+        });
+        off.set_jobs_on_node(2);
+        off.note_cpu(JobId(1), 90_000_000, 90_000_000);
+        assert!(off.can_start(JobId(1), 90_000_000));
     }
 
     #[test]

@@ -62,4 +62,6 @@ pub(crate) struct Managed {
     pub obs: Observed,
     pub hold: Hold,
     pub spin_time: SpinTime,
+    /// CPU time at the last snapshot (None: not seen in one yet).
+    pub oncpu_ns: Option<u64>,
 }

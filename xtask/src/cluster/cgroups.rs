@@ -74,10 +74,27 @@ pub fn remove_tree(dir: &Path) -> Result<usize> {
     collect_dirs(dir, &mut dirs)?;
     dirs.sort_by_key(|dir| std::cmp::Reverse(dir.components().count()));
     for dir in &dirs {
-        fs::remove_dir(dir)
+        remove_when_empty(dir)
             .with_context(|| format!("could not remove cgroup {}", dir.display()))?;
     }
     Ok(dirs.len())
+}
+
+/// A cgroup stays busy for a moment after its last process was reaped (the
+/// kernel frees exiting tasks asynchronously): retry EBUSY for a while.
+fn remove_when_empty(dir: &Path) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match fs::remove_dir(dir) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Removes the cosched cgroup root when nothing else lives below it.

@@ -63,6 +63,8 @@ fn documented_defaults() {
             window_us: 100_000,
             max_boosted_percent: 50,
             max_node_boosted_percent: 80,
+            equal_cpu_share: true,
+            cpu_share_slack_percent: 5,
         }
     );
     let sb = SpinBlockParams::default();

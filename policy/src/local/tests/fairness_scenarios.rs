@@ -1,7 +1,9 @@
 //! The per-job fairness budget in action.
 
 use super::harness::*;
-use crate::local::{FairnessParams, Level, LocalPolicyConfig, PolicyKind, Reason};
+use crate::local::{
+    FairnessParams, Level, LocalPolicyConfig, NodeSnapshot, PolicyKind, Reason, TaskSnapshot,
+};
 
 #[test]
 fn chatty_job_cannot_starve_neighbour() {
@@ -57,6 +59,7 @@ fn budget_refills_in_the_next_window() {
             window_us: 10_000,
             max_boosted_percent: 30,
             max_node_boosted_percent: 6400,
+            ..FairnessParams::default()
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
     };
@@ -87,6 +90,7 @@ fn wake_without_budget_still_wakes() {
             window_us: 1_000,
             max_boosted_percent: 1,
             max_node_boosted_percent: 6400,
+            ..FairnessParams::default()
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Sb)
     };
@@ -111,6 +115,7 @@ fn forgotten_boost_is_charged_until_the_next_event() {
             window_us: 10_000,
             max_boosted_percent: 30,
             max_node_boosted_percent: 6400,
+            ..FairnessParams::default()
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Dcs)
     };
@@ -130,4 +135,45 @@ fn forgotten_boost_is_charged_until_the_next_event() {
         h.last(T3),
         Some((ms(4), Level::Normal, Reason::BudgetExhausted))
     );
+}
+
+/// What a tick sees: `t1` (job A) and `t2` (job B) with their CPU time so far,
+/// `t1` preempted off CPU, `t2` running.
+fn cpu_times(t1_ns: u64, t2_ns: u64) -> NodeSnapshot {
+    let mut snapshot = message_pending_off_cpu(T1, 0, true, T2);
+    snapshot.tasks[0].pending_message = false;
+    snapshot.tasks[0].oncpu_ns = t1_ns;
+    snapshot.tasks.push(TaskSnapshot {
+        task: T2,
+        on_cpu: true,
+        spinning_since: None,
+        pending_message: false,
+        preempted: false,
+        last_arrival_ns: 0,
+        oncpu_ns: t2_ns,
+        arrivals: 0,
+    });
+    snapshot
+}
+
+/// A chatty job that already got most of the window's CPU (boosted time is
+/// invisible to CFS, so it also keeps its ordinary share between boosts) is
+/// not boosted again until the window turns; the compute-only neighbour gets
+/// the CPU back.
+#[test]
+fn chatty_job_past_its_equal_cpu_share_is_not_boosted() {
+    let mut h = Harness::of_kind(PolicyKind::Dcs);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    h.tick_with(ms(1), &cpu_times(0, 0));
+    // Job A ran 30 ms of the first 40, job B 10.
+    h.tick_with(ms(40), &cpu_times(ms(30), ms(10)));
+    h.preempt(T1, ms(40));
+    h.arrive(T1, ms(41), false);
+    assert_eq!(h.level(T1), Level::Normal, "boosted past its equal share");
+    // Next window: shares start equal again.
+    h.tick_with(ms(100), &cpu_times(ms(30), ms(70)));
+    h.arrive(T1, ms(101), false);
+    assert_eq!(h.level(T1), BOOST10);
 }
