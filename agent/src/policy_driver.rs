@@ -170,7 +170,6 @@ impl PolicyDriver {
         }
     }
 
-    /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
     /// When the last tick ran (0: none yet).
     pub fn last_tick(&self) -> u64 {
         self.last_tick
@@ -181,6 +180,7 @@ impl PolicyDriver {
         self.tick_ns
     }
 
+    /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {
             return None;

@@ -121,25 +121,8 @@ impl RestoreLedger {
     /// Returns the task's original attributes, recording them (and writing the
     /// journal) first if the task was not recorded at adoption.
     pub fn original(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<SchedAttr> {
-        if let Some(e) = self.entries.get(&tid) {
-            return Ok(e.original);
-        }
-        let task = TaskId {
-            tid,
-            start_time: k.start_time(tid)?,
-        };
-        let original = k.get_attr(tid)?;
-        self.entries.insert(
-            tid,
-            Entry {
-                task,
-                original,
-                ever_stopped: false,
-                group_nice: None,
-            },
-        );
-        self.persist()?;
-        Ok(original)
+        self.record(k, tid)?;
+        Ok(self.entries[&tid].original)
     }
 
     /// A child forked by a task the agent changed inherited the changed
