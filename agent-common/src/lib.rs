@@ -198,8 +198,9 @@ const _: () = assert!(core::mem::size_of::<Event>() == 32);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
-    /// Report, and wake the agent for, each arrival whose receiver is ready
-    /// but off CPU (what DCS reacts to). 0: such arrivals are only counted.
+    /// Which arrivals for a receiver that is off CPU are reported at once,
+    /// waking the agent (what DCS reacts to): one of [`offcpu_arrival`].
+    /// Every other arrival is only counted.
     pub wake_on_offcpu_arrival: u32,
     /// Wake the agent when a managed task starts a spin episode (what PB/SB react to).
     pub wake_on_spin_start: u32,
@@ -210,6 +211,16 @@ pub struct Settings {
     pub agent_tid: u32,
 }
 const _: () = assert!(core::mem::size_of::<Settings>() == 16);
+
+/// Values of [`Settings::wake_on_offcpu_arrival`].
+pub mod offcpu_arrival {
+    /// None (only counted).
+    pub const OFF: u32 = 0;
+    /// For a receiver preempted while it waited (spun) for a message.
+    pub const WAITING: u32 = 1;
+    /// For any ready receiver: preempted while waiting or while computing.
+    pub const READY: u32 = 2;
+}
 
 /// Counters of records the eBPF side could not deliver, the value of the
 /// one-element per-CPU `DROPS` array.

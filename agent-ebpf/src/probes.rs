@@ -21,7 +21,7 @@ use cosched_agent_common::{
     CpuSlot, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS, Settings, SockOwner,
     TaskStats, event_flags, event_kind,
     layout::{self, Field},
-    watch_flags,
+    offcpu_arrival, watch_flags,
 };
 
 #[map]
@@ -371,16 +371,20 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     if t.spin_episode_start_ns != 0 {
         flags |= event_flags::TASK_SPINNING;
     }
-    // Only a receiver that is ready but not running (preempted, or preempted
-    // while spinning) is a decision: one blocked in a receive is woken by the
+    // Only a receiver that is ready but not running (preempted while
+    // spinning; with `READY` also preempted while computing) is a decision,
+    // as the agent's settings say: one blocked in a receive is woken by the
     // kernel, one on a CPU is running already. A task the policy holds back
     // (spin-block) is a decision wherever it is: its wait is over. Every
     // other arrival is only counted (above): the agent reads the counters at
     // its tick, so the ring (and the agent's drain) sees no per-message cost.
     let s = settings();
     let ready_off_cpu = !on_cpu
-        && (t.last_out_preempted != 0 || t.spin_episode_start_ns != 0)
-        && s.wake_on_offcpu_arrival != 0;
+        && match s.wake_on_offcpu_arrival {
+            offcpu_arrival::WAITING => t.spin_episode_start_ns != 0,
+            offcpu_arrival::READY => t.last_out_preempted != 0 || t.spin_episode_start_ns != 0,
+            _ => false,
+        };
     let held = !ready_off_cpu && watched(tid, watch_flags::HELD);
     if !ready_off_cpu && !held {
         return 0;

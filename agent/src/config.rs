@@ -61,6 +61,17 @@ pub struct Config {
     /// job (used to kill a whole job). None: no cgroups.
     #[serde(default)]
     pub cgroup_root: Option<PathBuf>,
+    /// Demote by cgroup: a directory of a cgroup-v1 hierarchy with the cpu
+    /// controller (e.g. `/sys/fs/cgroup/cpu/cosched/n0`). The agent makes
+    /// `<dir>/active` and `<dir>/idle` (`cpu.idle = 1`) at start; while gang
+    /// slices demote other jobs (`coordinator.stop_inactive = false`) every
+    /// managed task is in `active` and every demoted one (the overlay's, a
+    /// local policy's demote and background levels) in `idle`, instead of
+    /// SCHED_IDLE plus autogroup nice 19, which leaks CPU across autogroups.
+    /// Outside such slices tasks stay in their own cgroups. None (the
+    /// default): no cgroup moves. Cannot change at run time.
+    #[serde(default)]
+    pub demote_cpu_cgroup: Option<PathBuf>,
     /// Pin the agent itself to `cpus` (it then competes with the jobs like a
     /// real node daemon, and its cost shows on the node). Default true.
     #[serde(default = "yes")]
@@ -213,6 +224,9 @@ impl Config {
         if self.max_jobs == 0 {
             return bad("max_jobs must be at least 1".into());
         }
+        if let Some(dir) = &self.demote_cpu_cgroup {
+            crate::cpu_group::check_dir_syntax(dir).map_err(ConfigError::Invalid)?;
+        }
         if let Some(coordinator) = &self.coordinator {
             coordinator.validate().map_err(ConfigError::Invalid)?;
         }
@@ -222,12 +236,18 @@ impl Config {
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 7] = [
+        let immutable: [(&'static str, bool); 8] = [
             ("node", self.node != new.node),
             ("metrics_listen", self.metrics_listen != new.metrics_listen),
             ("control_socket", self.control_socket != new.control_socket),
             ("state_dir", self.state_dir != new.state_dir),
             ("cgroup_root", self.cgroup_root != new.cgroup_root),
+            // Tasks sit in the old directory's cgroups; moving them all at
+            // run time is not worth a second code path.
+            (
+                "demote_cpu_cgroup",
+                self.demote_cpu_cgroup != new.demote_cpu_cgroup,
+            ),
             ("pin_self", self.pin_self != new.pin_self),
             ("coordinator", self.coordinator != new.coordinator),
         ];
@@ -274,6 +294,34 @@ mod tests {
         assert!(c.pin_self);
         assert!(c.cpus.is_empty());
         assert_eq!(c.node_cpus(2), vec![0, 1]);
+        assert_eq!(c.demote_cpu_cgroup, None);
+    }
+
+    #[test]
+    fn demote_cpu_cgroup_is_checked_and_fixed_at_start() {
+        let plain = Config::parse("node = \"n0\"", "t").unwrap();
+        let cg = Config::parse(
+            "node = \"n0\"\ndemote_cpu_cgroup = \"/sys/fs/cgroup/cpu/cosched/n0\"",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            cg.demote_cpu_cgroup.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/cpu/cosched/n0"))
+        );
+        for bad in ["cpu/n0", "/sys/fs/cgroup/cpu/../n0", "/"] {
+            let e = Config::parse(
+                &format!("node = \"n0\"\ndemote_cpu_cgroup = \"{bad}\""),
+                "t",
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("demote_cpu_cgroup"), "{bad}: {e}");
+        }
+        let e = plain.check_reload(&cg).unwrap_err();
+        assert!(matches!(e, ConfigError::Immutable("demote_cpu_cgroup")));
+        assert!(e.to_string().contains("restart"), "{e}");
+        assert!(cg.check_reload(&plain).is_err());
+        cg.check_reload(&cg.clone()).unwrap();
     }
 
     #[test]

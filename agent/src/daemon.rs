@@ -7,7 +7,7 @@ use std::{
 };
 
 use anyhow::Context as _;
-use cosched_agent_common::Settings;
+use cosched_agent_common::{Settings, offcpu_arrival};
 use cosched_proto::{
     control::{JobState, Reply, Request, Response},
     job::{JobId, JobSpec},
@@ -116,7 +116,14 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 
 fn settings_for(cfg: &Config) -> Settings {
     Settings {
-        wake_on_offcpu_arrival: cfg.policy.reacts_to_offcpu_arrivals() as u32,
+        wake_on_offcpu_arrival: match (
+            cfg.policy.reacts_to_offcpu_arrivals(),
+            cfg.dcs.boost_computing,
+        ) {
+            (false, _) => offcpu_arrival::OFF,
+            (true, false) => offcpu_arrival::WAITING,
+            (true, true) => offcpu_arrival::READY,
+        },
         wake_on_spin_start: 0,
         wake_batch_bytes: cfg.ebpf.wake_batch_bytes,
         // SAFETY: plain syscall; the event loop runs on the calling (main) thread.
@@ -147,6 +154,7 @@ fn set_own_priority(cfg: &Config, gang: bool) {
 pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("creating state dir {}", cfg.state_dir.display()))?;
+    let demote_cgroups = crate::cpu_group::start(cfg.demote_cpu_cgroup.as_deref())?;
     let probes = Probes::load(settings_for(&cfg))?;
     let mut kernel = Linux::new(probes);
 
@@ -173,6 +181,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         online_cpus(),
     );
 
+    if let Some(prepared) = &demote_cgroups {
+        crate::cpu_group::export(engine.metrics.registry(), prepared);
+    }
     let cfg = &engine.cfg;
     let metrics_listener = tokio::net::TcpListener::bind(cfg.metrics_listen)
         .await
@@ -296,6 +307,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     if !r.failed.is_empty() {
         tracing::error!(failed = ?r.failed, "some tasks could not be restored");
     }
+    crate::cpu_group::finish(d.engine.cfg.demote_cpu_cgroup.as_deref());
     tracing::info!(restored = r.restored, gone = r.gone, "shutdown complete");
     let _ = std::fs::remove_file(&control_path);
     Ok(())

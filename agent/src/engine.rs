@@ -5,7 +5,7 @@
 //! enforcer and the restore ledger. The async daemon around it only moves
 //! bytes (sockets, timers, child processes); everything that decides lives here
 //! and is tested with the fake kernel.
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use cosched_agent_common::{Event, event_flags, event_kind, watch_flags};
 use cosched_policy::local::{Action, Level};
@@ -16,6 +16,7 @@ use cosched_proto::{
 
 use crate::{
     config::{Config, ConfigError},
+    cpu_group::{CpuGroup, CpuGroups},
     enforce::{self, Applied},
     kernel::{Kernel, SchedAttr, SchedPolicy, is_gone, sched_attr::FLAG_RESET_ON_FORK},
     metrics::Metrics,
@@ -53,6 +54,9 @@ pub struct Engine<K: Kernel> {
     driver: PolicyDriver,
     /// Level the local policy wants per task (absent = Normal).
     policy_levels: HashMap<u32, Level>,
+    /// Tasks the policy holds back until their next message
+    /// ([`Reason::awaits_message`](cosched_policy::local::Reason::awaits_message)).
+    awaiting_message: HashSet<u32>,
     /// Level applied per task (absent = Normal): the policy's, unless the
     /// gang overlay holds the task's job out of the current slice.
     levels: HashMap<u32, Level>,
@@ -62,6 +66,17 @@ pub struct Engine<K: Kernel> {
     gang: Option<Gang>,
     /// What the eBPF side reports for boosted tasks (`watch_flags`).
     boost_watch: u32,
+    /// `demote_cpu_cgroup`: during demoting gang slices managed tasks live
+    /// in `active`, low levels in `idle` (None: demotion by SCHED_IDLE and
+    /// autogroup nice only).
+    cpu_groups: Option<CpuGroups>,
+    /// Which demotion cgroup each task is in (absent: its own cgroup).
+    placed: HashMap<u32, CpuGroup>,
+}
+
+/// Levels that only get idle time: with demotion cgroups, realised in `idle`.
+fn is_low(level: Level) -> bool {
+    matches!(level, Level::Demote | Level::Background)
 }
 
 /// How far behind schedule a policy tick must be to count as late.
@@ -138,16 +153,21 @@ impl<K: Kernel> Engine<K> {
     pub fn new(
         k: K,
         cfg: Config,
-        ledger: RestoreLedger,
+        mut ledger: RestoreLedger,
         config_path: &str,
         online_cpus: u32,
     ) -> Self {
         let metrics = Metrics::new();
         metrics.config_ok.set(1);
         let driver = driver_for(&cfg);
+        let cpu_groups = cfg.demote_cpu_cgroup.as_deref().map(CpuGroups::under);
+        ledger.set_cpu_groups(cpu_groups.clone());
         Self {
+            cpu_groups,
+            placed: HashMap::new(),
             driver,
             policy_levels: HashMap::new(),
+            awaiting_message: HashSet::new(),
             levels: HashMap::new(),
             watches: HashMap::new(),
             gang: None,
@@ -301,6 +321,7 @@ impl<K: Kernel> Engine<K> {
                 tracing::warn!(tid, "restore failed: {e}");
             }
             let _ = self.k.untrack(tid);
+            self.placed.remove(&tid);
             self.reg.task_exited(tid, None, 0);
         }
     }
@@ -350,6 +371,20 @@ impl<K: Kernel> Engine<K> {
             Err(e) if is_gone(&e) => {}
             Err(e) => tracing::warn!(child, parent, "recording inherited attributes: {e}"),
         }
+        // The child starts in its parent's cgroup; in `idle` it also has a
+        // low level's attributes. realize() then keeps or undoes both.
+        if let Some(g) = &self.cpu_groups {
+            match self.k.cpu_cgroup(child).ok().flatten() {
+                Some(dir) if dir == g.idle => {
+                    self.placed.insert(child, CpuGroup::Idle);
+                    self.levels.insert(child, Level::Demote);
+                }
+                Some(dir) if dir == g.active => {
+                    self.placed.insert(child, CpuGroup::Active);
+                }
+                _ => {}
+            }
+        }
         let now = self.k.now_ns();
         self.driver.task_added(child, job, now);
         self.apply_policy_actions(None);
@@ -360,7 +395,9 @@ impl<K: Kernel> Engine<K> {
     fn on_exit(&mut self, tid: u32, now_ns: u64) {
         self.driver.task_exited(tid, now_ns);
         self.levels.remove(&tid);
+        self.placed.remove(&tid);
         self.policy_levels.remove(&tid);
+        self.awaiting_message.remove(&tid);
         self.watches.remove(&tid);
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
@@ -472,6 +509,11 @@ impl<K: Kernel> Engine<K> {
             } else {
                 self.policy_levels.insert(task.0, level);
             }
+            if reason.awaits_message() {
+                self.awaiting_message.insert(task.0);
+            } else {
+                self.awaiting_message.remove(&task.0);
+            }
             self.realize(task.0, trigger);
         }
     }
@@ -539,11 +581,12 @@ impl<K: Kernel> Engine<K> {
 
     /// What the eBPF side must report for a task at `level`: boosted tasks
     /// per the policy (`boost_watch`); tasks the local policy holds back
-    /// (spin-block, a yield, an FCS background class) every arrival, which
-    /// ends their wait.
+    /// until their next message (spin-block, a yield, a frustrated FCS
+    /// owner) every arrival, which ends their wait.
     fn watch_for(&self, tid: u32, level: Level) -> u32 {
         let held_by_policy = matches!(level, Level::Demote | Level::Stop | Level::Background)
-            && self.policy_levels.get(&tid) == Some(&level);
+            && self.policy_levels.get(&tid) == Some(&level)
+            && self.awaiting_message.contains(&tid);
         if level.is_boost() {
             self.boost_watch
         } else if held_by_policy {
@@ -553,28 +596,84 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
+    /// Where a task at `level` belongs: with demotion cgroups and while
+    /// the gang overlay demotes (not stops) other jobs, `idle` for the low
+    /// levels and `active` for the others; otherwise (None) its original
+    /// cgroup. Outside demoting slices tasks keep their own cgroups (and
+    /// autogroups): measured, plain Linux with two fine-grain spinning jobs
+    /// sharing one cgroup without autogroups was 7x slower than with them.
+    fn wanted_group(&self, level: Level) -> Option<CpuGroup> {
+        self.cpu_groups.as_ref()?;
+        let demoting = self.gang.as_ref().is_some_and(|g| !g.strict);
+        demoting.then_some(if is_low(level) {
+            CpuGroup::Idle
+        } else {
+            CpuGroup::Active
+        })
+    }
+
+    /// Moves a task into one of the demotion cgroups, or (None) back to
+    /// the cgroup it had when the agent adopted it.
+    fn move_cgroup(&mut self, tid: u32, to: Option<CpuGroup>) -> std::io::Result<()> {
+        let Some(groups) = &self.cpu_groups else {
+            return Ok(());
+        };
+        let dir = match to {
+            Some(g) => Some(groups.path(g).to_path_buf()),
+            None => match self.ledger.get(tid).and_then(|e| e.cpu_cgroup.clone()) {
+                Some(original) => Some(original),
+                None => self.k.cpu_cgroup_root()?,
+            },
+        };
+        if let Some(dir) = dir {
+            self.k.set_cpu_cgroup(tid, &dir)?;
+        }
+        match to {
+            Some(g) => self.placed.insert(tid, g),
+            None => self.placed.remove(&tid),
+        };
+        Ok(())
+    }
+
     fn apply_level(&mut self, tid: u32, level: Level, trigger: Option<u64>) {
         let prev = self.levels.get(&tid).copied().unwrap_or(Level::Normal);
-        if prev == level || self.reg.task(tid).is_none() {
+        let (have, want) = (self.placed.get(&tid).copied(), self.wanted_group(level));
+        if (prev == level && have == want) || self.reg.task(tid).is_none() {
             return;
         }
+        let level_changed = prev != level;
         let res = (|| -> std::io::Result<()> {
-            let base = self.base_attr(tid)?;
-            if level == Level::Stop {
-                self.ledger.will_stop(&self.k, tid)?;
-                self.k.stop(tid)?;
-            } else {
-                self.k
-                    .set_attr(tid, &level_attr(level, &base, self.cfg.agent_priority))?;
-                if prev == Level::Stop {
-                    self.k.cont(tid)?;
+            // Into `active` (or back to its own cgroup) before the new
+            // attributes: a real-time one needs RT runtime, which `idle`
+            // has not; into `idle` after them.
+            if have != want && want != Some(CpuGroup::Idle) {
+                self.move_cgroup(tid, want)?;
+            }
+            if level_changed {
+                let base = self.base_attr(tid)?;
+                if level == Level::Stop {
+                    self.ledger.will_stop(&self.k, tid)?;
+                    self.k.stop(tid)?;
+                } else {
+                    self.k
+                        .set_attr(tid, &level_attr(level, &base, self.cfg.agent_priority))?;
+                    if prev == Level::Stop {
+                        self.k.cont(tid)?;
+                    }
                 }
             }
+            if have != want && want == Some(CpuGroup::Idle) {
+                self.move_cgroup(tid, want)?;
+            }
             // With autogroup scheduling a job's session is its own CFS group:
-            // a demoted task's group weight goes down with it.
-            let low = |l: Level| matches!(l, Level::Demote | Level::Background);
-            if low(level) != low(prev) && self.k.group_nice(tid)?.is_some() {
-                let nice = if low(level) {
+            // a demoted task's group weight goes down with it. Not in the
+            // demotion cgroups, where no autogroup applies.
+            let (was_low, now_low) = (
+                is_low(prev) && have.is_none(),
+                is_low(level) && want.is_none(),
+            );
+            if was_low != now_low && self.k.group_nice(tid)?.is_some() {
+                let nice = if now_low {
                     self.ledger.will_set_group_nice(&self.k, tid)?;
                     19
                 } else {
@@ -595,6 +694,7 @@ impl<K: Kernel> Engine<K> {
         })();
         let name = level_name(level);
         match res {
+            Ok(()) if !level_changed => {}
             Ok(()) => {
                 if level == Level::Normal {
                     self.levels.remove(&tid);
@@ -634,6 +734,7 @@ impl<K: Kernel> Engine<K> {
         self.driver.release_all();
         self.apply_policy_actions(None);
         self.policy_levels.clear();
+        self.awaiting_message.clear();
         // Anything the policy forgot to hand back is put back here.
         let left: Vec<u32> = self.levels.keys().copied().collect();
         for tid in left {
@@ -825,6 +926,56 @@ impl<K: Kernel> Engine<K> {
         tracing::info!(policy = %new.policy, "local policy switched");
     }
 
+    /// Belt and braces after the restore: every thread still in the
+    /// demotion cgroups (one the ledger did not know, like a thread whose
+    /// fork event was lost) goes back to its process's original cgroup, or
+    /// to the root of the cpu hierarchy.
+    fn sweep_cpu_groups(
+        &mut self,
+        process_cgroups: &HashMap<u32, std::path::PathBuf>,
+        report: &mut RestoreReport,
+    ) {
+        let Some(g) = self.cpu_groups.clone() else {
+            return;
+        };
+        let root = self.k.cpu_cgroup_root().ok().flatten();
+        for dir in [&g.idle, &g.active] {
+            let tids = match self.k.cpu_cgroup_tasks(dir) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    report
+                        .failed
+                        .push((0, format!("listing {}: {e}", dir.display())));
+                    continue;
+                }
+            };
+            for tid in tids {
+                let target = self
+                    .k
+                    .tgid(tid)
+                    .ok()
+                    .and_then(|p| process_cgroups.get(&p).cloned())
+                    .or_else(|| root.clone());
+                let Some(target) = target else {
+                    continue;
+                };
+                match self.k.set_cpu_cgroup(tid, &target) {
+                    Ok(()) => report.restored += 1,
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                    Err(e) => report.failed.push((
+                        tid,
+                        format!(
+                            "moving out of {} to {}: {e}",
+                            dir.display(),
+                            target.display()
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+
     pub fn status(&self) -> AgentStatus {
         AgentStatus {
             node: self.cfg.node.clone(),
@@ -842,7 +993,17 @@ impl<K: Kernel> Engine<K> {
     pub fn shutdown(&mut self) -> RestoreReport {
         self.gang = None;
         self.release_policy();
-        let report = self.ledger.restore_all(&mut self.k);
+        // Where each process's main thread came from, for the sweep below.
+        let process_cgroups: HashMap<u32, std::path::PathBuf> = self
+            .reg
+            .tasks()
+            .filter_map(|(tid, e)| {
+                let original = self.ledger.get(tid)?.cpu_cgroup.clone()?;
+                (tid == e.tgid).then_some((tid, original))
+            })
+            .collect();
+        let mut report = self.ledger.restore_all(&mut self.k);
+        self.sweep_cpu_groups(&process_cgroups, &mut report);
         let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
         for tid in tids {
             let _ = self.k.untrack(tid);
@@ -1049,6 +1210,65 @@ mod tests {
     }
 
     #[test]
+    fn fcs_class_demotion_is_not_a_wait_so_its_arrivals_do_not_wake_the_agent() {
+        let cfg = Config::parse("node = \"n0\"\ncpus = [0]\npolicy = \"fcs\"", "test").unwrap();
+        let mut e = Engine::new(
+            FakeKernel::default(),
+            cfg,
+            RestoreLedger::new(None),
+            "test",
+            2,
+        );
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "owner", &[100], None).unwrap();
+        e.adopt(2, "other", &[200], None).unwrap();
+        let until = e.k.now_ns() + 10_000_000;
+        e.slot_started(Some(1), until);
+        // New processes are measured as CS first: outside its slot, job 2
+        // is in the lowest priority group.
+        assert_eq!(e.k.attr(200).policy, SchedPolicy::Idle);
+        assert_eq!(
+            e.k.watched.get(&200).copied().unwrap_or(0) & watch_flags::HELD,
+            0,
+            "a priority group is not a wait for a message"
+        );
+    }
+
+    #[test]
+    fn spinner_blocked_past_its_threshold_has_its_arrivals_reported() {
+        let cfg = Config::parse("node = \"n0\"\ncpus = [0]\npolicy = \"sb\"", "test").unwrap();
+        let mut e = Engine::new(
+            FakeKernel::default(),
+            cfg,
+            RestoreLedger::new(None),
+            "test",
+            2,
+        );
+        e.k.spawn(100, SchedAttr::other(0));
+        e.adopt(1, "spinner", &[100], None).unwrap();
+        e.k.now = 1_000_000_000;
+        *e.k.stats_mut(100) = TaskStats {
+            on_cpu: 1,
+            spin_episode_start_ns: e.k.now - 50_000_000,
+            ..TaskStats::default()
+        };
+        e.policy_tick();
+        e.k.now += 1_000_000;
+        e.policy_tick();
+        assert_ne!(
+            e.k.attr(100),
+            SchedAttr::other(0),
+            "spun 50 ms without a message: held back"
+        );
+        assert_ne!(
+            e.k.watched.get(&100).copied().unwrap_or(0) & watch_flags::HELD,
+            0,
+            "its next message ends the hold"
+        );
+    }
+
+    #[test]
     fn task_adopted_during_a_slice_gets_the_overlay_and_shutdown_undoes_it() {
         let mut e = engine();
         e.set_gang(Some(Gang {
@@ -1089,5 +1309,257 @@ mod tests {
         );
         assert!(e.reload(good).accepted);
         assert_eq!(e.cfg.ebpf.poll_interval_ms, 5);
+    }
+
+    // --- demotion cgroups (`demote_cpu_cgroup`) ---------------------------
+
+    const NODE_CG: &str = "/fake/cpu/node";
+
+    fn cg(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(NODE_CG).join(name)
+    }
+
+    fn cgroup_engine() -> Engine<FakeKernel> {
+        let cfg = Config::parse(
+            &format!("node = \"n0\"\ncpus = [0]\ndemote_cpu_cgroup = \"{NODE_CG}\""),
+            "test",
+        )
+        .unwrap();
+        Engine::new(
+            FakeKernel::default(),
+            cfg,
+            RestoreLedger::new(None),
+            "test",
+            2,
+        )
+    }
+
+    fn fork(e: &mut Engine<FakeKernel>, parent: u32, child: u32, job: JobId) {
+        let tgid = e.k.tasks[&parent].tgid;
+        let (attr, cgroup) = (e.k.attr(parent), e.k.cgroup(parent).to_path_buf());
+        // Kernel side: the thread inherits its creator's attributes and
+        // cgroup, and the fork program tracks it.
+        e.k.spawn_thread(child, tgid, attr);
+        e.k.tasks.get_mut(&child).unwrap().cpu_cgroup = cgroup;
+        e.k.track(child, tgid, job).unwrap();
+        e.k.events.push_back(Event {
+            kind: event_kind::FORK,
+            tid: parent,
+            job_id: job,
+            flags: 0,
+            ts_ns: 1,
+            arg: u64::from(child),
+        });
+        e.handle_events(2);
+    }
+
+    #[test]
+    fn gang_slice_moves_other_jobs_into_the_idle_cgroup_and_back() {
+        use crate::kernel::fake::Call;
+        let mut e = cgroup_engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        let own = std::path::Path::new(crate::kernel::fake::FAKE_CPU_ROOT);
+        assert_eq!(e.k.cgroup(100), own, "outside demoting slices: own cgroup");
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        assert_eq!(e.k.cgroup(100), cg("active"), "slice owner stays");
+        assert_eq!(e.k.cgroup(200), cg("idle"), "other job demoted by cgroup");
+        assert_eq!(e.k.tasks[&200].group_nice, 0, "no autogroup nice");
+        e.k.calls.clear();
+        e.set_gang(Some(Gang {
+            active: [2].into(),
+            strict: false,
+        }));
+        assert_eq!(e.k.cgroup(100), cg("idle"));
+        assert_eq!(e.k.cgroup(200), cg("active"));
+        assert_eq!(e.k.attr(200), SchedAttr::other(0));
+        let promoted: Vec<&Call> =
+            e.k.calls
+                .iter()
+                .filter(|c| matches!(c, Call::SetCpuCgroup(200, _) | Call::SetAttr(200, _)))
+                .collect();
+        assert!(
+            matches!(promoted[..], [Call::SetCpuCgroup(..), Call::SetAttr(..)]),
+            "into active before the attributes: {promoted:?}"
+        );
+        let demoted: Vec<&Call> =
+            e.k.calls
+                .iter()
+                .filter(|c| matches!(c, Call::SetCpuCgroup(100, _) | Call::SetAttr(100, _)))
+                .collect();
+        assert!(
+            matches!(demoted[..], [Call::SetAttr(..), Call::SetCpuCgroup(..)]),
+            "into idle after the attributes: {demoted:?}"
+        );
+        // Leaving gang mode: everyone back in its own cgroup.
+        e.set_gang(None);
+        assert_eq!(e.k.cgroup(100), own);
+        assert_eq!(e.k.cgroup(200), own);
+        assert_eq!(e.k.attr(100), SchedAttr::other(0));
+        // Strict slices stop, they do not move.
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: true,
+        }));
+        assert!(e.k.tasks[&200].stopped);
+        assert_eq!(e.k.cgroup(200), own);
+        assert_eq!(e.k.cgroup(100), own);
+        // A task adopted during a demoting slice goes straight to its group.
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        assert!(!e.k.tasks[&200].stopped);
+        assert_eq!(e.k.cgroup(200), cg("idle"));
+        e.k.spawn(300, SchedAttr::other(0));
+        e.adopt(3, "c", &[300], None).unwrap();
+        assert_eq!(e.k.cgroup(300), cg("idle"));
+        assert_eq!(e.k.attr(300).policy, SchedPolicy::Idle);
+        assert_eq!(e.k.tasks[&300].group_nice, 0);
+    }
+
+    #[test]
+    fn cgroup_demotion_does_not_write_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("restore.json");
+        let mut e = cgroup_engine();
+        e.ledger = RestoreLedger::new(Some(journal.clone()));
+        e.ledger
+            .set_cpu_groups(Some(crate::cpu_group::CpuGroups::under(NODE_CG.as_ref())));
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.k.tasks.get_mut(&200).unwrap().cpu_cgroup = "/fake/cpu/x".into();
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        let written = RestoreLedger::load(&journal).unwrap();
+        assert_eq!(
+            written.get(200).unwrap().cpu_cgroup.as_deref(),
+            Some(std::path::Path::new("/fake/cpu/x")),
+            "original cgroup journaled at adoption"
+        );
+        std::fs::remove_file(&journal).unwrap();
+        for owner in [1, 2, 1] {
+            e.set_gang(Some(Gang {
+                active: [owner].into(),
+                strict: false,
+            }));
+        }
+        assert_eq!(e.k.cgroup(200), cg("idle"));
+        assert!(!journal.exists(), "the policy path wrote the journal");
+    }
+
+    #[test]
+    fn without_a_demotion_cgroup_no_task_changes_cgroup() {
+        use crate::kernel::fake::{Call, FAKE_CPU_ROOT};
+        let mut e = engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        assert_eq!(e.k.tasks[&200].group_nice, 19, "autogroup nice as before");
+        e.shutdown();
+        assert!(
+            !e.k.calls
+                .iter()
+                .any(|c| matches!(c, Call::SetCpuCgroup(..))),
+            "{:?}",
+            e.k.calls
+        );
+        assert_eq!(e.k.cgroup(200), std::path::Path::new(FAKE_CPU_ROOT));
+        assert!(e.ledger.is_empty());
+    }
+
+    #[test]
+    fn shutdown_puts_every_task_back_in_its_original_cgroup() {
+        use crate::kernel::fake::FAKE_CPU_ROOT;
+        let mut e = cgroup_engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn_thread(101, 100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(2));
+        for t in [100, 101] {
+            e.k.tasks.get_mut(&t).unwrap().cpu_cgroup = "/fake/cpu/jobs/a".into();
+        }
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        assert_eq!(e.k.cgroup(200), cg("idle"));
+        // Threads the ledger does not know: one of process 100 (its fork
+        // event was lost) and a stranger someone put in idle.
+        e.k.spawn_thread(102, 100, SchedAttr::other(0));
+        e.k.tasks.get_mut(&102).unwrap().cpu_cgroup = cg("idle");
+        e.k.spawn(300, SchedAttr::other(0));
+        e.k.tasks.get_mut(&300).unwrap().cpu_cgroup = cg("idle");
+        let r = e.shutdown();
+        assert!(r.failed.is_empty(), "{r:?}");
+        assert_eq!(e.k.cgroup(100), std::path::Path::new("/fake/cpu/jobs/a"));
+        assert_eq!(e.k.cgroup(101), std::path::Path::new("/fake/cpu/jobs/a"));
+        assert_eq!(e.k.cgroup(200), std::path::Path::new(FAKE_CPU_ROOT));
+        assert_eq!(e.k.attr(200), SchedAttr::other(2));
+        assert_eq!(
+            e.k.cgroup(102),
+            std::path::Path::new("/fake/cpu/jobs/a"),
+            "swept to its process's original cgroup"
+        );
+        assert_eq!(
+            e.k.cgroup(300),
+            std::path::Path::new(FAKE_CPU_ROOT),
+            "swept to the hierarchy root"
+        );
+        assert!(e.k.cpu_cgroup_tasks(&cg("idle")).unwrap().is_empty());
+        assert!(e.k.cpu_cgroup_tasks(&cg("active")).unwrap().is_empty());
+    }
+
+    #[test]
+    fn forked_thread_of_a_demoted_task_stays_demoted_then_follows_its_job() {
+        let mut e = cgroup_engine();
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+        fork(&mut e, 200, 201, 2);
+        assert_eq!(e.reg.task(201).unwrap().job, 2);
+        assert_eq!(e.k.cgroup(201), cg("idle"), "demoted like its job");
+        assert_eq!(e.k.attr(201).policy, SchedPolicy::Idle);
+        // A thread of the slot's job starts in active.
+        fork(&mut e, 100, 101, 1);
+        assert_eq!(e.k.cgroup(101), cg("active"));
+        e.set_gang(Some(Gang {
+            active: [2].into(),
+            strict: false,
+        }));
+        assert_eq!(e.k.cgroup(201), cg("active"), "promoted with its job");
+        assert_eq!(e.k.attr(201), SchedAttr::other(0));
+        assert_eq!(e.k.cgroup(101), cg("idle"));
+        // Forked in idle, but its job owns the slot by the time the agent
+        // sees the fork: it must not stay in idle.
+        e.k.tasks.get_mut(&200).unwrap().cpu_cgroup = cg("idle");
+        fork(&mut e, 200, 202, 2);
+        e.k.tasks.get_mut(&200).unwrap().cpu_cgroup = cg("active");
+        assert_eq!(e.k.cgroup(202), cg("active"));
+        e.shutdown();
+        for t in [100, 101, 200, 201, 202] {
+            assert_eq!(
+                e.k.cgroup(t),
+                std::path::Path::new(crate::kernel::fake::FAKE_CPU_ROOT),
+                "task {t}"
+            );
+        }
+        assert_eq!(e.k.attr(201), SchedAttr::other(0));
     }
 }

@@ -4,12 +4,13 @@
 //! - [`ebpf`], [`tracefs`]: loading the programs and reading their maps.
 //! - [`kernel`]: the one seam to the kernel (real and fake).
 //! - [`engine`]: the synchronous core (registry, policy, enforcement).
-//! - [`registry`], [`restore`], [`enforce`]: its parts.
+//! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
 pub mod config;
 pub mod control;
 pub mod coord;
+pub mod cpu_group;
 pub mod daemon;
 pub mod ebpf;
 pub mod enforce;

@@ -11,6 +11,11 @@
 //! original attributes and autogroup nice are recorded at adoption, and
 //! entries of exited tasks are dropped lazily (a stale entry is harmless:
 //! its task's start time no longer matches).
+//!
+//! With `demote_cpu_cgroup` the agent also moves tasks between cgroups; the
+//! task's original cgroup-v1 cpu cgroup is recorded with the rest at
+//! adoption and moved back to first on restore (before the attributes: a
+//! real-time original cannot be set inside a cgroup without RT runtime).
 use std::{
     collections::BTreeMap,
     fs, io,
@@ -19,9 +24,12 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{SchedAttr, TaskControl, TaskId, is_gone};
+use crate::{
+    cpu_group::CpuGroups,
+    kernel::{SchedAttr, TaskControl, TaskId, is_gone},
+};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     pub task: TaskId,
     pub original: SchedAttr,
@@ -30,6 +38,11 @@ pub struct Entry {
     /// Nice of the task's autogroup before the agent first changed it.
     #[serde(default)]
     pub group_nice: Option<i32>,
+    /// The task's cgroup-v1 cpu cgroup (a directory) before the agent moved
+    /// it between its demotion cgroups. None: the agent does not move it
+    /// (no `demote_cpu_cgroup`), or it was already in one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_cgroup: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,6 +61,9 @@ pub struct RestoreLedger {
     entries: BTreeMap<u32, Entry>,
     /// Entries were dropped since the journal was last written.
     dirty: bool,
+    /// The agent's demotion cgroups, when it moves tasks between them:
+    /// [`record`](Self::record) then also notes each task's original cgroup.
+    cpu_groups: Option<CpuGroups>,
 }
 
 impl RestoreLedger {
@@ -57,7 +73,14 @@ impl RestoreLedger {
             journal,
             entries: BTreeMap::new(),
             dirty: false,
+            cpu_groups: None,
         }
+    }
+
+    /// From now on, also record each task's original cgroup-v1 cpu cgroup
+    /// (the agent moves tasks between `groups`).
+    pub fn set_cpu_groups(&mut self, groups: Option<CpuGroups>) {
+        self.cpu_groups = groups;
     }
 
     /// Reads the journal a previous agent left behind (after a crash or
@@ -83,6 +106,7 @@ impl RestoreLedger {
             journal: Some(journal.to_path_buf()),
             entries,
             dirty: false,
+            cpu_groups: None,
         })
     }
 
@@ -99,8 +123,9 @@ impl RestoreLedger {
     }
 
     /// Records (and writes to the journal) what the agent may later change on
-    /// a task it starts managing: its attributes and its autogroup's nice.
-    /// Called at adoption, off the policy's hot path.
+    /// a task it starts managing: its attributes, its autogroup's nice and
+    /// (with demotion cgroups) its cpu cgroup. Called at adoption, off the
+    /// policy's hot path.
     pub fn record(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<()> {
         if self.entries.contains_key(&tid) {
             return Ok(());
@@ -113,6 +138,13 @@ impl RestoreLedger {
             original: k.get_attr(tid)?,
             ever_stopped: false,
             group_nice: k.group_nice(tid)?,
+            cpu_cgroup: match &self.cpu_groups {
+                // A task already in one of the agent's cgroups (left there by
+                // an agent that could not restore it) has no original to go
+                // back to; the shutdown sweep moves it out.
+                Some(groups) => k.cpu_cgroup(tid)?.filter(|dir| !groups.owns(dir)),
+                None => None,
+            },
         };
         self.entries.insert(tid, entry);
         self.persist()
@@ -128,7 +160,7 @@ impl RestoreLedger {
     /// A child forked by a task the agent changed inherited the changed
     /// attributes; its original is the parent's original.
     pub fn inherit(&mut self, k: &impl TaskControl, child: u32, parent: u32) -> io::Result<bool> {
-        let Some(p) = self.entries.get(&parent).copied() else {
+        let Some(p) = self.entries.get(&parent).cloned() else {
             return Ok(false);
         };
         if self.entries.contains_key(&child) {
@@ -146,6 +178,8 @@ impl RestoreLedger {
                 ever_stopped: false,
                 // Same session, same autogroup.
                 group_nice: p.group_nice,
+                // Its first cgroup is the parent's current one.
+                cpu_cgroup: p.cpu_cgroup,
             },
         );
         self.persist()?;
@@ -198,7 +232,7 @@ impl RestoreLedger {
 
     /// Puts one task back and drops its entry.
     pub fn restore_one(&mut self, k: &mut impl TaskControl, tid: u32) -> io::Result<bool> {
-        let Some(e) = self.entries.get(&tid).copied() else {
+        let Some(e) = self.entries.get(&tid).cloned() else {
             return Ok(false);
         };
         let r = restore_entry(k, &e);
@@ -253,6 +287,22 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
         Err(err) => return Err(err),
     }
     let res = (|| {
+        // The cgroup first: a real-time original cannot be set back while the
+        // task sits in a cgroup without RT runtime. A failed move (the
+        // original cgroup was removed meanwhile) still restores the rest.
+        let mut cgroup_err = None;
+        if let Some(dir) = &e.cpu_cgroup
+            && k.cpu_cgroup(tid)?.as_deref() != Some(dir.as_path())
+            && let Err(err) = k.set_cpu_cgroup(tid, dir)
+        {
+            if err.raw_os_error() == Some(libc::ESRCH) {
+                return Err(err);
+            }
+            cgroup_err = Some(io::Error::other(format!(
+                "moving back to cgroup {}: {err}",
+                dir.display()
+            )));
+        }
         if k.get_attr(tid)? != e.original {
             k.set_attr(tid, &e.original)?;
         }
@@ -264,7 +314,10 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
         if e.ever_stopped {
             k.cont(tid)?;
         }
-        Ok(true)
+        match cgroup_err {
+            Some(err) => Err(err),
+            None => Ok(true),
+        }
     })();
     match res {
         Err(err) if is_gone(&err) => Ok(false),
@@ -275,7 +328,10 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::{SchedPolicy, fake::FakeKernel};
+    use crate::kernel::{
+        SchedPolicy,
+        fake::{Call, FakeKernel},
+    };
 
     fn boosted() -> SchedAttr {
         SchedAttr::with_policy(SchedPolicy::Fifo, 0, 10)
@@ -439,6 +495,100 @@ mod tests {
             RestoreLedger::load(&path).unwrap().is_empty(),
             "journal emptied once everything is restored"
         );
+    }
+
+    fn demoting_ledger(journal: Option<PathBuf>) -> RestoreLedger {
+        let mut l = RestoreLedger::new(journal);
+        l.set_cpu_groups(Some(CpuGroups::under(Path::new("/fake/cpu/node"))));
+        l
+    }
+
+    #[test]
+    fn original_cpu_cgroup_is_journaled_and_moved_back_to_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("restore.json");
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        k.tasks.get_mut(&10).unwrap().cpu_cgroup = "/fake/cpu/mine".into();
+        {
+            let mut l = demoting_ledger(Some(path.clone()));
+            l.record(&k, 10).unwrap();
+            k.set_cpu_cgroup(10, Path::new("/fake/cpu/node/idle"))
+                .unwrap();
+            k.set_attr(10, &SchedAttr::with_policy(SchedPolicy::Idle, 0, 0))
+                .unwrap();
+            // The agent dies here.
+        }
+        let mut next = RestoreLedger::load(&path).unwrap();
+        assert_eq!(
+            next.get(10).unwrap().cpu_cgroup.as_deref(),
+            Some(Path::new("/fake/cpu/mine"))
+        );
+        k.calls.clear();
+        assert_eq!(next.restore_all(&mut k).restored, 1);
+        assert_eq!(k.cgroup(10), Path::new("/fake/cpu/mine"));
+        assert_eq!(k.attr(10), SchedAttr::other(0));
+        assert!(
+            matches!(k.calls.first(), Some(Call::SetCpuCgroup(10, _))),
+            "cgroup before attributes: {:?}",
+            k.calls
+        );
+    }
+
+    #[test]
+    fn journal_of_an_older_agent_without_cgroups_still_loads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("restore.json");
+        fs::write(
+            &path,
+            // What the agent wrote before it knew cgroups.
+            br#"[{"task":{"tid":10,"start_time":1010},"original":{"policy":"other","flags":0,"nice":-2,"priority":0,"runtime_ns":0,"deadline_ns":0,"period_ns":0},"ever_stopped":false,"group_nice":0}]"#,
+        )
+        .unwrap();
+        let l = RestoreLedger::load(&path).unwrap();
+        assert_eq!(l.get(10).unwrap().original, SchedAttr::other(-2));
+        assert_eq!(l.get(10).unwrap().cpu_cgroup, None);
+        // And an agent without demotion cgroups writes no cgroup field.
+        let mut k = FakeKernel::default();
+        k.spawn(11, SchedAttr::other(0));
+        let mut plain = RestoreLedger::new(Some(path.clone()));
+        plain.record(&k, 11).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("cpu_cgroup"), "{text}");
+        assert_eq!(
+            RestoreLedger::load(&path)
+                .unwrap()
+                .get(11)
+                .unwrap()
+                .cpu_cgroup,
+            None
+        );
+    }
+
+    #[test]
+    fn task_found_in_the_agents_own_cgroup_has_no_original_cgroup() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        k.tasks.get_mut(&10).unwrap().cpu_cgroup = "/fake/cpu/node/idle".into();
+        let mut l = demoting_ledger(None);
+        l.record(&k, 10).unwrap();
+        assert_eq!(l.get(10).unwrap().cpu_cgroup, None);
+    }
+
+    #[test]
+    fn a_vanished_original_cgroup_still_restores_the_attributes() {
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(1));
+        let mut l = demoting_ledger(None);
+        l.record(&k, 10).unwrap();
+        k.set_cpu_cgroup(10, Path::new("/fake/cpu/node/idle"))
+            .unwrap();
+        k.set_attr(10, &boosted()).unwrap();
+        k.deny_cgroup = true;
+        let r = l.restore_all(&mut k);
+        assert_eq!(r.failed.len(), 1, "{r:?}");
+        assert!(r.failed[0].1.contains("/fake/cpu"), "{r:?}");
+        assert_eq!(k.attr(10), SchedAttr::other(1));
     }
 
     #[test]

@@ -83,12 +83,12 @@ impl CoordNode {
         registry: &prometheus::Registry,
     ) -> anyhow::Result<(Self, CoordReceivers)> {
         let metrics = CoordMetrics::register(registry)?;
-        if !coordinator.stop_inactive && autogroup_enabled() {
-            tracing::warn!(
-                "kernel.sched_autogroup_enabled=1: launched jobs get a session (and autogroup) \
-                 each, so demoting other jobs to SCHED_IDLE outside their slot barely slows \
-                 them; set coordinator.stop_inactive = true (SIGSTOP) or disable autogroup"
-            );
+        if let Some(warning) = demotion_warning(
+            coordinator.stop_inactive,
+            config.demote_cpu_cgroup.is_some(),
+            autogroup_enabled(),
+        ) {
+            tracing::warn!("{warning}");
         }
         let secret = coordinator.load_secret().map_err(anyhow::Error::msg)?;
         let (fired_tx, switches) = tokio::sync::mpsc::unbounded_channel();
@@ -456,6 +456,23 @@ impl CoordNode {
     }
 }
 
+/// What to warn about at start when other jobs are demoted (not stopped)
+/// outside their slot: with autogroups and no demotion cgroup, SCHED_IDLE
+/// only counts inside each job's own session, and the demoted jobs keep a
+/// large share of the CPU.
+fn demotion_warning(stop_inactive: bool, demote_cgroup: bool, autogroup: bool) -> Option<String> {
+    if stop_inactive || demote_cgroup || !autogroup {
+        return None;
+    }
+    Some(
+        "kernel.sched_autogroup_enabled=1: launched jobs get a session (and autogroup) each, \
+         so demoting other jobs to SCHED_IDLE outside their slot barely slows them; set \
+         demote_cpu_cgroup (a cgroup-v1 cpu directory: demoted tasks then move to its idle \
+         cgroup), coordinator.stop_inactive = true (SIGSTOP), or disable autogroup"
+            .into(),
+    )
+}
+
 /// Whether the kernel groups tasks by session for CPU shares (policy
 /// demotions then do not cross sessions).
 fn autogroup_enabled() -> bool {
@@ -477,4 +494,18 @@ pub fn job_cpu_seconds<K: Kernel>(engine: &Engine<K>, job: JobId, now_ns: u64) -
         .map(|stats| task_totals(&stats, now_ns).cpu_seconds)
         .sum();
     Some(record.exited.cpu_seconds + live)
+}
+
+#[cfg(test)]
+mod demotion_tests {
+    use super::demotion_warning;
+
+    #[test]
+    fn demotion_warning_only_when_demotion_cannot_work() {
+        let warning = demotion_warning(false, false, true).unwrap();
+        assert!(warning.contains("demote_cpu_cgroup"), "{warning}");
+        assert_eq!(demotion_warning(false, true, true), None, "cgroup set");
+        assert_eq!(demotion_warning(true, false, true), None, "stopping");
+        assert_eq!(demotion_warning(false, false, false), None, "no autogroups");
+    }
 }

@@ -4,6 +4,7 @@
 use std::{
     collections::{BTreeMap, VecDeque},
     io,
+    path::{Path, PathBuf},
 };
 
 use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
@@ -17,7 +18,11 @@ pub enum Call {
     Cont(u32),
     Track(u32, u32),
     Untrack(u32),
+    SetCpuCgroup(u32, PathBuf),
 }
+
+/// Root of the fake cgroup-v1 cpu hierarchy: where spawned tasks start.
+pub const FAKE_CPU_ROOT: &str = "/fake/cpu";
 
 #[derive(Clone, Debug)]
 pub struct FakeTask {
@@ -27,6 +32,8 @@ pub struct FakeTask {
     pub stopped: bool,
     /// Nice of the task's autogroup.
     pub group_nice: i32,
+    /// The task's cgroup-v1 cpu cgroup.
+    pub cpu_cgroup: PathBuf,
 }
 
 #[derive(Default)]
@@ -44,6 +51,8 @@ pub struct FakeKernel {
     pub watched: BTreeMap<u32, u32>,
     /// tids whose set_attr fails with EPERM (to test error paths).
     pub deny: Vec<u32>,
+    /// Every cgroup move fails with ENOENT (the cgroup was removed).
+    pub deny_cgroup: bool,
 }
 
 fn gone() -> io::Error {
@@ -65,6 +74,7 @@ impl FakeKernel {
                 attr,
                 stopped: false,
                 group_nice: 0,
+                cpu_cgroup: PathBuf::from(FAKE_CPU_ROOT),
             },
         );
     }
@@ -79,6 +89,10 @@ impl FakeKernel {
 
     pub fn attr(&self, tid: u32) -> SchedAttr {
         self.tasks[&tid].attr
+    }
+
+    pub fn cgroup(&self, tid: u32) -> &Path {
+        &self.tasks[&tid].cpu_cgroup
     }
 
     pub fn stats_mut(&mut self, tid: u32) -> &mut TaskStats {
@@ -126,6 +140,22 @@ impl TaskControl for FakeKernel {
 
     fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
         self.tasks.get_mut(&tid).ok_or_else(gone)?.group_nice = nice;
+        Ok(())
+    }
+
+    fn cpu_cgroup(&self, tid: u32) -> io::Result<Option<PathBuf>> {
+        self.tasks
+            .get(&tid)
+            .map(|t| Some(t.cpu_cgroup.clone()))
+            .ok_or_else(gone)
+    }
+
+    fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()> {
+        if self.deny_cgroup && self.tasks.contains_key(&tid) {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        self.tasks.get_mut(&tid).ok_or_else(gone)?.cpu_cgroup = dir.to_path_buf();
+        self.calls.push(Call::SetCpuCgroup(tid, dir.to_path_buf()));
         Ok(())
     }
 }
@@ -211,5 +241,18 @@ impl Kernel for FakeKernel {
 
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
         Ok(Vec::new())
+    }
+
+    fn cpu_cgroup_tasks(&self, dir: &Path) -> io::Result<Vec<u32>> {
+        Ok(self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.cpu_cgroup == dir)
+            .map(|(&tid, _)| tid)
+            .collect())
+    }
+
+    fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>> {
+        Ok(Some(PathBuf::from(FAKE_CPU_ROOT)))
     }
 }

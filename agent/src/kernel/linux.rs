@@ -1,5 +1,8 @@
 //! The real kernel: sched_setattr/sched_getattr, signals, /proc, and the eBPF maps.
-use std::{fs, io};
+use std::{
+    fs, io,
+    path::{Path, PathBuf},
+};
 
 use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
 
@@ -141,6 +144,14 @@ impl TaskControl for Procfs {
     fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
         fs::write(format!("/proc/{tid}/autogroup"), nice.to_string())
     }
+
+    fn cpu_cgroup(&self, tid: u32) -> io::Result<Option<PathBuf>> {
+        crate::cpu_group::task_cpu_cgroup(tid)
+    }
+
+    fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()> {
+        crate::cpu_group::move_task(tid, dir)
+    }
 }
 
 /// `/autogroup-123 nice 0` -> Some(0).
@@ -179,6 +190,14 @@ impl TaskControl for Linux {
 
     fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()> {
         Procfs.set_group_nice(tid, nice)
+    }
+
+    fn cpu_cgroup(&self, tid: u32) -> io::Result<Option<PathBuf>> {
+        Procfs.cpu_cgroup(tid)
+    }
+
+    fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()> {
+        Procfs.set_cpu_cgroup(tid, dir)
     }
 }
 
@@ -243,6 +262,14 @@ impl Kernel for Linux {
 
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
         self.probes.program_costs()
+    }
+
+    fn cpu_cgroup_tasks(&self, dir: &Path) -> io::Result<Vec<u32>> {
+        crate::cpu_group::tasks_of(dir)
+    }
+
+    fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>> {
+        crate::cpu_group::cpu_hierarchy_root()
     }
 }
 

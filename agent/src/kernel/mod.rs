@@ -9,7 +9,10 @@ pub mod fake;
 pub mod linux;
 pub mod sched_attr;
 
-use std::io;
+use std::{
+    io,
+    path::{Path, PathBuf},
+};
 
 use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
 
@@ -49,6 +52,12 @@ pub trait TaskControl {
     /// group). None when autogroup scheduling is off.
     fn group_nice(&self, tid: u32) -> io::Result<Option<i32>>;
     fn set_group_nice(&mut self, tid: u32, nice: i32) -> io::Result<()>;
+    /// Directory of the task's cgroup-v1 cpu cgroup (from `/proc/<tid>/cgroup`).
+    /// None when no cgroup-v1 hierarchy has the cpu controller.
+    fn cpu_cgroup(&self, tid: u32) -> io::Result<Option<PathBuf>>;
+    /// Moves one thread into a cgroup-v1 cpu cgroup (its `tasks` file: the
+    /// agent's levels are per thread).
+    fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()>;
 }
 
 pub trait Kernel: TaskControl {
@@ -85,6 +94,13 @@ pub trait Kernel: TaskControl {
     fn drops(&self) -> io::Result<Drops>;
     /// Run count and time of each eBPF program.
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>>;
+
+    // --- cgroups -----------------------------------------------------------
+    /// Threads in a cgroup-v1 cgroup (its `tasks` file).
+    fn cpu_cgroup_tasks(&self, dir: &Path) -> io::Result<Vec<u32>>;
+    /// Root directory of the cgroup-v1 hierarchy with the cpu controller
+    /// (where a task with no other cgroup lives).
+    fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>>;
 }
 
 /// `ESRCH`: the task is gone. Callers treat it as "nothing to do", never as a failure.

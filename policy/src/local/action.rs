@@ -88,6 +88,22 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Does a task held back for this reason wait for its next message, so
+    /// that the message ends the hold (a spin-block or spin-yield past its
+    /// threshold, a DCS quantum yield, a frustrated FCS owner's yield)? The
+    /// agent asks the eBPF side to report every arrival for such a task at
+    /// once. A class priority (FCS's groups) or a demotion is not a wait:
+    /// reporting each of its arrivals would only wake the agent for nothing.
+    pub fn awaits_message(self) -> bool {
+        matches!(
+            self,
+            Reason::SpinThresholdBlock
+                | Reason::SpinThresholdYield
+                | Reason::QuantumYield
+                | Reason::FcsFrustratedYield
+        )
+    }
+
     /// A stable kebab-case name, e.g. for a Prometheus label.
     pub fn as_str(self) -> &'static str {
         match self {

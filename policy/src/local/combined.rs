@@ -35,6 +35,8 @@ use std::collections::BTreeMap;
 pub(crate) struct Rules {
     /// DCS: boost on a message for a task that is not running.
     pub demand: Option<BoostRule>,
+    /// DCS: also boost a receiver preempted while computing (not waiting).
+    pub demand_for_computing: bool,
     /// SB / SY: block or yield after spinning too long.
     pub spin_wait: Option<SpinWaitRule>,
     /// PB: periodic decision.
@@ -77,7 +79,7 @@ impl DynamicCoscheduler {
             tasks: BTreeMap::new(),
             ring: Vec::new(),
             cpus: CpuOccupancy::default(),
-            budget: FairnessBudget::new(fairness),
+            budget: FairnessBudget::new(fairness, fairness.share_slack_percent(kind)),
             levels: LevelBook::default(),
             next_period_at: None,
             forgotten_boosts: Vec::new(),
@@ -109,6 +111,7 @@ impl DynamicCoscheduler {
     pub fn dcs_sb(dcs: &DcsParams, sb: &SpinBlockParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
             demand: Some(dcs.rule()),
+            demand_for_computing: dcs.boost_computing,
             spin_wait: Some(SpinWaitRule {
                 wake_boost: None,
                 ..SpinWaitRule::block(sb)

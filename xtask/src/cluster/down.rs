@@ -1,13 +1,14 @@
 //! `cluster down`: stops everything a cluster started, also after a crash and
 //! also when nothing is up. Leftovers are found by name (namespaces, links,
-//! node cgroups), not only from cluster.json, which may be gone or stale.
+//! node cgroups, the favordynmods mount), not only from cluster.json, which
+//! may be gone or stale.
 
 use std::{collections::BTreeSet, fs, io, path::Path, time::Duration};
 
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::{BRIDGE, Cluster, STATE_DIR, cgroups, coordinator, network, procfs};
+use super::{BRIDGE, CPU_CGROUP_ROOT, Cluster, STATE_DIR, cgroups, coordinator, network, procfs};
 use crate::progress::say;
 
 /// How long agents get to restore their tasks after SIGTERM.
@@ -26,7 +27,13 @@ pub struct DownReport {
     /// Processes killed afterwards (agents that did not stop, jobs, anything
     /// left in a node's cgroup or namespace).
     pub processes_killed: usize,
+    /// cgroup v2 node cgroups and cgroup-v1 demotion cgroups.
     pub cgroups_removed: usize,
+    /// Threads found in the v1 demotion cgroups (their agent did not put
+    /// them back) and moved to the hierarchy's root.
+    pub threads_moved_out: usize,
+    /// The scratch favordynmods hierarchy, unmounted.
+    pub unmounted: Vec<String>,
     pub links_deleted: Vec<String>,
     pub namespaces_deleted: Vec<String>,
     pub state_dir_removed: bool,
@@ -64,7 +71,10 @@ pub fn down() -> Result<DownReport> {
     stop_agents(cluster.as_ref(), &mut report)?;
     kill_everything_left(&mut report)?;
     remove_cgroups(&mut report)?;
+    remove_demote_cgroups(&mut report)?;
     delete_network(&mut report)?;
+    // Before the state directory, where it is mounted.
+    unmount_favordynmods(&mut report)?;
     remove_state_dir(&mut report)?;
     if report.nothing_done() {
         say("down", "nothing to do: no cluster is up");
@@ -184,6 +194,50 @@ fn remove_cgroups(report: &mut DownReport) -> Result<()> {
             "down",
             format!("removed {} cgroup(s)", report.cgroups_removed),
         );
+    }
+    Ok(())
+}
+
+/// The nodes' cgroup-v1 demotion directories (each agent removed its
+/// `active` and `idle` when they were empty), with any thread still in them
+/// moved to the hierarchy's root first.
+fn remove_demote_cgroups(report: &mut DownReport) -> Result<()> {
+    let mut removed = 0;
+    for dir in cgroups::leftover_v1_node_cgroups()? {
+        let (moved, count) = cgroups::empty_and_remove_v1_tree(&dir)?;
+        report.threads_moved_out += moved;
+        removed += count;
+    }
+    if cgroups::remove_v1_root_if_empty() {
+        removed += 1;
+    }
+    if report.threads_moved_out > 0 {
+        say(
+            "down",
+            format!(
+                "moved {} thread(s) out of the demotion cgroups (their agent did not)",
+                report.threads_moved_out
+            ),
+        );
+    }
+    if removed > 0 {
+        report.cgroups_removed += removed;
+        say(
+            "down",
+            format!("removed {removed} demotion cgroup(s) under {CPU_CGROUP_ROOT}"),
+        );
+    }
+    Ok(())
+}
+
+fn unmount_favordynmods(report: &mut DownReport) -> Result<()> {
+    for dir in cgroups::favordynmods_mounts() {
+        cgroups::unmount(&dir)?;
+        say(
+            "down",
+            format!("unmounted the favordynmods hierarchy at {}", dir.display()),
+        );
+        report.unmounted.push(dir.display().to_string());
     }
     Ok(())
 }

@@ -43,6 +43,14 @@ pub const BRIDGE: &str = "cosched0";
 pub const VETH_PREFIX: &str = "cosv";
 /// cgroup v2 directory holding one cgroup per node (`<root>/n<i>`).
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup/unified/cosched";
+/// The cgroup-v1 hierarchy with the cpu controller.
+pub const V1_CPU_HIERARCHY: &str = "/sys/fs/cgroup/cpu";
+/// cgroup-v1 cpu directory holding one directory per node (`<root>/n<i>`),
+/// each its agent's `demote_cpu_cgroup` when the agents demote.
+pub const CPU_CGROUP_ROOT: &str = "/sys/fs/cgroup/cpu/cosched";
+/// Name of the scratch cgroup-v1 hierarchy mounted with `favordynmods`
+/// (under the state directory) while a demoting cluster is up.
+pub const FAVORDYNMODS_NAME: &str = "cosched-cluster";
 /// The bridge's address; also every node's default gateway.
 pub const GATEWAY: Ipv4Addr = Ipv4Addr::new(10, 201, 0, 1);
 /// Prefix length of the cluster subnet.
@@ -92,6 +100,10 @@ pub struct Node {
     pub state_dir: PathBuf,
     /// cgroup v2 directory of the node: the agent and, below it, its jobs.
     pub cgroup: PathBuf,
+    /// cgroup-v1 cpu directory the agent demotes in (`demote_cpu_cgroup`);
+    /// set by `up` when the agents demote and the kernel allows it.
+    #[serde(default)]
+    pub demote_cgroup: Option<PathBuf>,
     /// The agent's stdout and stderr.
     pub log_file: PathBuf,
     /// Set once the agent is started.
@@ -127,6 +139,7 @@ impl Cluster {
                     config_path: node_dir.join("agent.toml"),
                     state_dir: node_dir.join("state"),
                     cgroup: Path::new(CGROUP_ROOT).join(&name),
+                    demote_cgroup: None,
                     log_file: node_dir.join("agent.log"),
                     agent_pid: None,
                     agent_start_ticks: None,
@@ -144,6 +157,11 @@ impl Cluster {
             nodes,
             coordinator: None,
         })
+    }
+
+    /// Where the scratch `favordynmods` hierarchy is mounted.
+    pub fn favordynmods_dir(&self) -> PathBuf {
+        self.state_dir.join("favordynmods")
     }
 
     /// `/run/cosched-cluster/cluster.json`.

@@ -88,6 +88,16 @@ pub(super) fn leftovers() -> Result<Vec<String>> {
             .into_iter()
             .map(|cgroup| format!("cgroup {}", cgroup.display())),
     );
+    found.extend(
+        cgroups::leftover_v1_node_cgroups()?
+            .into_iter()
+            .map(|cgroup| format!("cgroup {}", cgroup.display())),
+    );
+    found.extend(
+        cgroups::favordynmods_mounts()
+            .into_iter()
+            .map(|dir| format!("mount {}", dir.display())),
+    );
     if Path::new(STATE_DIR).exists() {
         found.push(format!("state directory {STATE_DIR}"));
     }

@@ -1,12 +1,16 @@
 //! `cluster up`: network, cgroups, configs and agents for N nodes.
 
-use std::{env, fs, path::PathBuf, time::Duration};
+use std::{
+    env, fs,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::{Context as _, Result, bail};
 
 use super::{
-    AgentCommand, Cluster, CoordinatorNode, CoordinatorOptions, DEFAULT_METRICS_PORT, agent,
-    cgroups, coordinator, cpus, down, network, procfs, status,
+    AgentCommand, CPU_CGROUP_ROOT, Cluster, CoordinatorNode, CoordinatorOptions,
+    DEFAULT_METRICS_PORT, agent, cgroups, coordinator, cpus, down, network, procfs, status,
 };
 use crate::{
     cargo_build::{self, Profile},
@@ -153,6 +157,60 @@ fn agent_command(workspace: &Workspace, options: &UpOptions) -> Result<AgentComm
     Ok(AgentCommand::Binary(binary))
 }
 
+/// When the agents demote other jobs outside their slot (a coordinator with
+/// `stop_inactive = false`), they demote by cgroup: each node gets a
+/// cgroup-v1 cpu directory as its agent's `demote_cpu_cgroup`, and the
+/// scratch `favordynmods` hierarchy is mounted so moves are fast. Without
+/// a demoting coordinator nothing changes: a demotion cgroup would also
+/// move the local policies' demoted tasks on every message and split the
+/// real-time runtime between the nodes.
+fn demote_cgroups(cluster: &mut Cluster) -> Result<()> {
+    let demoting = cluster
+        .coordinator
+        .as_ref()
+        .is_some_and(|coordinator| !coordinator.stop_inactive);
+    if !demoting {
+        return Ok(());
+    }
+    if let Some(reason) = cgroups::v1_cpu_unavailable() {
+        say(
+            "up",
+            format!("agents demote with SCHED_IDLE and autogroup nice 19, not by cgroup: {reason}"),
+        );
+        return Ok(());
+    }
+    let dirs: Vec<PathBuf> = cluster
+        .nodes
+        .iter()
+        .map(|node| Path::new(CPU_CGROUP_ROOT).join(&node.name))
+        .collect();
+    // Recorded first, so `down` removes them even if the next steps fail.
+    for (node, dir) in cluster.nodes.iter_mut().zip(&dirs) {
+        node.demote_cgroup = Some(dir.clone());
+    }
+    cluster.save()?;
+    if let Some(note) = cgroups::create_v1(&dirs)? {
+        say("up", note);
+    }
+    let fdm = cluster.favordynmods_dir();
+    match cgroups::mount_favordynmods(&fdm) {
+        Ok(()) => say(
+            "up",
+            format!(
+                "demotion cgroups {CPU_CGROUP_ROOT}/n<i>/{{active,idle}}; favordynmods hierarchy at {}",
+                fdm.display()
+            ),
+        ),
+        Err(error) => say(
+            "up",
+            format!(
+                "demotion cgroups {CPU_CGROUP_ROOT}/n<i>/{{active,idle}}, but moves stay slow: {error:#}"
+            ),
+        ),
+    }
+    Ok(())
+}
+
 fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Result<()> {
     for node in &cluster.nodes {
         let dir = node.config_path.parent().unwrap_or(&cluster.state_dir);
@@ -169,6 +227,7 @@ fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Resu
             cluster.bridge, cluster.gateway, cluster.prefix_len
         ),
     );
+    demote_cgroups(cluster)?;
     for node in &cluster.nodes {
         network::create_node(cluster, node)?;
         cgroups::create(&node.cgroup)?;

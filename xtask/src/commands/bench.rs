@@ -135,7 +135,8 @@ struct GangArgs {
     /// Columns, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_enum)]
     modes: Vec<Mode>,
-    /// Outside its slice, demote a job to SCHED_IDLE instead of stopping it.
+    /// Outside its slice, demote a job (idle cgroup, see `cluster up
+    /// --demote-inactive`) instead of stopping it.
     #[arg(long)]
     demote_inactive: bool,
     #[command(flatten)]

@@ -64,7 +64,8 @@ struct UpArgs {
     /// The coordinator's time slice in ms (at least 10).
     #[arg(long, default_value_t = 100, requires = "coordinator")]
     slice_ms: u64,
-    /// Outside their slice, demote other jobs (SCHED_IDLE) instead of
+    /// Outside their slice, demote other jobs (into each node's idle cgroup
+    /// when the cgroup-v1 cpu controller allows, else SCHED_IDLE) instead of
     /// stopping them (SIGSTOP).
     #[arg(long, requires = "coordinator")]
     demote_inactive: bool,

@@ -54,6 +54,7 @@ fn documented_defaults() {
             boost_prio: 10,
             end_on_wait: true,
             yield_after_quantum_us: 0,
+            boost_computing: false,
         }
     );
     assert_eq!(PeriodicBoostParams::default().period_us, 1_000);
@@ -64,7 +65,7 @@ fn documented_defaults() {
             max_boosted_percent: 50,
             max_node_boosted_percent: 80,
             equal_cpu_share: true,
-            cpu_share_slack_percent: 5,
+            cpu_share_slack_percent: None,
         }
     );
     let sb = SpinBlockParams::default();

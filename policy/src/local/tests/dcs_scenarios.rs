@@ -3,14 +3,19 @@
 use super::harness::*;
 use crate::local::{Level, LocalPolicy, PolicyKind, Reason};
 
-/// T1 (job A) and T2 (job B) share CPU 0; T1 ran first, T2 runs now.
+/// T1 (job A) and T2 (job B) share CPU 0; T1 ran first and was preempted
+/// while it waited (spun) for a message, T2 runs now.
 fn two_tasks_t2_running(kind: PolicyKind) -> Harness {
     two_tasks_t2_running_with(crate::local::LocalPolicyConfig::for_kind(kind))
 }
 
-/// DCS with quantum boosts (`end_on_wait = false`) and a 5 ms yield after them.
+/// DCS with quantum boosts (`end_on_wait = false`) and a 5 ms yield after
+/// them. These scenarios are about what a boost does once given, so every
+/// preempted receiver qualifies (`boost_computing`); which receivers do by
+/// default is tested on its own.
 fn quantum_dcs() -> Harness {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.boost_computing = true;
     config.dcs.end_on_wait = false;
     config.dcs.yield_after_quantum_us = 5_000;
     two_tasks_t2_running_with(config)
@@ -21,6 +26,7 @@ fn two_tasks_t2_running_with(config: crate::local::LocalPolicyConfig) -> Harness
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T1, 0, 0);
+    h.spin(T1, us(500));
     h.preempt(T1, ms(1));
     h.run(T2, 0, ms(1));
     h
@@ -36,6 +42,37 @@ fn arrival_for_preempted_task_boosts_it() {
 }
 
 #[test]
+fn arrival_for_task_preempted_mid_computation_is_left_to_cfs() {
+    let mut h = Harness::new(crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs));
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, ms(1)); // computing, not waiting for a message
+    h.run(T2, 0, ms(1));
+    h.arrive(T1, ms(2), false);
+    assert_eq!(
+        h.level(T1),
+        Level::Normal,
+        "it does not wait for this message"
+    );
+    assert!(h.log.is_empty());
+}
+
+#[test]
+fn arrival_for_task_preempted_mid_computation_is_boosted_with_boost_computing() {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.boost_computing = true;
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, ms(1));
+    h.run(T2, 0, ms(1));
+    h.arrive(T1, ms(2), false);
+    assert_eq!(h.level(T1), BOOST10);
+}
+
+#[test]
 fn arrival_for_running_task_does_not_boost() {
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
     h.arrive(T2, ms(2), true);
@@ -47,6 +84,7 @@ fn arrival_for_running_task_does_not_boost() {
 fn arrival_for_task_blocked_in_a_receive_is_left_to_the_kernel() {
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
     h.run(T1, 0, ms(2));
+    h.receive(T1, ms(2) + us(10));
     h.sleep(T1, ms(3)); // blocking receive
     h.arrive(T1, ms(4), false);
     assert_eq!(h.level(T1), Level::Normal, "the kernel wakes it; no boost");
@@ -66,7 +104,9 @@ fn receiver_woken_from_a_blocking_receive_seen_at_a_tick_is_left_to_the_kernel()
 #[test]
 fn preempted_receiver_whose_arrival_only_a_tick_saw_is_boosted() {
     let mut h = two_tasks_t2_running(PolicyKind::Dcs);
-    h.tick_with(ms(3), &message_pending_off_cpu(T1, ms(2), true, T2));
+    let mut seen = message_pending_off_cpu(T1, ms(2), true, T2);
+    seen.tasks[0].spinning_since = Some(us(500));
+    h.tick_with(ms(3), &seen);
     assert_eq!(h.level(T1), BOOST10);
 }
 
@@ -88,6 +128,8 @@ fn boost_ends_after_max_duration() {
 fn per_message_dcs() -> Harness {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
     config.dcs.end_on_wait = true;
+    // As in `quantum_dcs`: any preempted receiver qualifies here.
+    config.dcs.boost_computing = true;
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);

@@ -13,10 +13,13 @@ fn chatty_job_cannot_starve_neighbour() {
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.add(T3, JA, 0);
-    // T1 and T3 are ready (preempted), not blocked: arrivals are demands.
+    // T1 and T3 wait (spin) for messages and were preempted, not blocked:
+    // arrivals are demands.
     h.run(T1, 0, 0);
+    h.spin(T1, 0);
     h.preempt(T1, 0);
     h.run(T3, 0, 0);
+    h.spin(T3, 0);
     h.preempt(T3, 0);
     h.run(T2, 0, 0);
     let end = ms(300);
@@ -66,7 +69,8 @@ fn budget_refills_in_the_next_window() {
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.run(T1, 0, 0);
-    h.preempt(T1, 0); // ready, not blocked
+    h.spin(T1, 0);
+    h.preempt(T1, 0); // waiting and preempted, not blocked
     h.arrive(T1, ms(1), false);
     h.advance_to(ms(4));
     assert_eq!(
@@ -124,7 +128,8 @@ fn forgotten_boost_is_charged_until_the_next_event() {
     h.add(T3, JA, 0);
     for t in [T1, T3] {
         h.run(t, 0, 0);
-        h.preempt(t, 0); // ready, not blocked
+        h.spin(t, 0);
+        h.preempt(t, 0); // waiting and preempted, not blocked
     }
     h.arrive(T1, ms(1), false);
     h.policy.forget(T1); // the agent stops managing T1 at about 2 ms
@@ -138,10 +143,11 @@ fn forgotten_boost_is_charged_until_the_next_event() {
 }
 
 /// What a tick sees: `t1` (job A) and `t2` (job B) with their CPU time so far,
-/// `t1` preempted off CPU, `t2` running.
+/// `t1` preempted off CPU while it waited (spun) for a message, `t2` running.
 fn cpu_times(t1_ns: u64, t2_ns: u64) -> NodeSnapshot {
     let mut snapshot = message_pending_off_cpu(T1, 0, true, T2);
     snapshot.tasks[0].pending_message = false;
+    snapshot.tasks[0].spinning_since = Some(1);
     snapshot.tasks[0].oncpu_ns = t1_ns;
     snapshot.tasks.push(TaskSnapshot {
         task: T2,

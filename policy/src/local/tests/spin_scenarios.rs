@@ -142,7 +142,7 @@ fn spin_yield_demotes_then_restores() {
 }
 
 #[test]
-fn dcs_sb_boosts_blocked_and_preempted_tasks_on_arrival() {
+fn dcs_sb_boosts_blocked_and_waiting_tasks_on_arrival() {
     let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::DcsSb));
     h.advance_to(ms(2));
     assert_eq!(h.level(T1), Level::Demote);
@@ -160,9 +160,19 @@ fn dcs_sb_boosts_blocked_and_preempted_tasks_on_arrival() {
     assert_eq!(h.level(T1), Level::Normal, "boost over");
     h.arrive(T1, ms(9), false);
     assert_eq!(
+        h.level(T1),
+        Level::Normal,
+        "preempted mid-computation: not waiting for it"
+    );
+    h.run(T1, 0, ms(10));
+    h.spin(T1, ms(10) + us(10));
+    h.preempt(T1, ms(10) + us(20));
+    h.run(T2, 0, ms(10) + us(20));
+    h.arrive(T1, ms(11), false);
+    assert_eq!(
         h.last(T1),
-        Some((ms(9), BOOST10, Reason::ArrivalBoost)),
-        "DCS: any non-running receiver"
+        Some((ms(11), BOOST10, Reason::ArrivalBoost)),
+        "DCS: a receiver waiting for its message, not running"
     );
 }
 

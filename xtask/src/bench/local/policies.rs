@@ -3,6 +3,11 @@
 //! that it accepted and now runs that policy (an agent that keeps its old
 //! config after a rejected reload would otherwise make every later number a
 //! measurement of the wrong policy).
+//!
+//! A policy may be given as a variant, `name:key=value+key=value`, e.g.
+//! `dcs:dcs.boost_computing=true`: the policy `name` with those keys of the
+//! agent config set (dotted paths, TOML values), so that two settings of one
+//! policy are measured side by side in the same run.
 use std::{fs, time::Duration};
 
 use anyhow::{Context as _, bail};
@@ -17,12 +22,71 @@ pub const ALL: [&str; 8] = ["local", "dcs", "sb", "sy", "pb", "pb-sb", "dcs-sb",
 /// The plain-Linux baseline policy.
 pub const BASELINE: &str = "local";
 
-/// Rejects names that are not local policies, listing the known ones.
+/// A policy to measure: its name and config keys to set (a variant).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub overrides: Vec<(Vec<String>, toml::Value)>,
+}
+
+impl PolicySpec {
+    /// Parses `name` or `name:key=value+key=value`.
+    pub fn parse(spec: &str) -> anyhow::Result<Self> {
+        let (name, rest) = spec.split_once(':').unwrap_or((spec, ""));
+        if !ALL.contains(&name) {
+            bail!(
+                "unknown policy {name:?} in {spec:?} (known: {})",
+                ALL.join(", ")
+            );
+        }
+        let mut overrides = Vec::new();
+        for assignment in rest.split('+').filter(|a| !a.is_empty()) {
+            let Some((key, value)) = assignment.split_once('=') else {
+                bail!("{spec:?}: {assignment:?} is not key=value");
+            };
+            let path: Vec<String> = key.trim().split('.').map(str::to_string).collect();
+            if path.iter().any(String::is_empty) || path == ["policy"] {
+                bail!("{spec:?}: bad key {key:?}");
+            }
+            let doc: toml::Table = toml::from_str(&format!("v = {}", value.trim()))
+                .with_context(|| format!("{spec:?}: {value:?} is not a TOML value"))?;
+            overrides.push((path, doc["v"].clone()));
+        }
+        Ok(Self {
+            name: name.to_string(),
+            overrides,
+        })
+    }
+
+    /// `config` running this policy, with the variant's keys set.
+    pub fn apply(&self, config: &str) -> anyhow::Result<String> {
+        let with_name = with_policy(config, &self.name);
+        if self.overrides.is_empty() {
+            return Ok(with_name);
+        }
+        let mut doc: toml::Table =
+            toml::from_str(&with_name).context("parsing the agent config")?;
+        for (path, value) in &self.overrides {
+            let (last, tables) = path.split_last().expect("non-empty path");
+            let mut table = &mut doc;
+            for t in tables {
+                table = table
+                    .entry(t.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                    .as_table_mut()
+                    .with_context(|| format!("{t:?} is not a table in the agent config"))?;
+            }
+            table.insert(last.clone(), value.clone());
+        }
+        Ok(toml::to_string(&doc)?)
+    }
+}
+
+/// Rejects specs that are not local policies or variants of one, listing
+/// the known ones.
 pub fn validate(policies: &[String]) -> anyhow::Result<()> {
     for p in policies {
-        if !ALL.contains(&p.as_str()) {
-            bail!("unknown policy {p:?} (known: {})", ALL.join(", "));
-        }
+        PolicySpec::parse(p)?;
     }
     Ok(())
 }
@@ -69,12 +133,20 @@ pub fn switch_all(cluster: &Cluster, policy: &str) -> anyhow::Result<()> {
 }
 
 fn switch_node(node: &Node, policy: &str) -> anyhow::Result<()> {
+    let spec = PolicySpec::parse(policy)?;
     let path = &node.config_path;
-    let old = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // The variant's keys are set on the cluster's original config, so one
+    // variant's settings never leak into the next policy measured.
+    let original = path.with_extension("toml.orig");
+    if !original.exists() {
+        fs::copy(path, &original).with_context(|| format!("keeping {}", original.display()))?;
+    }
+    let old =
+        fs::read_to_string(&original).with_context(|| format!("reading {}", original.display()))?;
     // Written next to it and renamed: the agent's file watcher never sees
     // half a config.
     let temporary = path.with_extension("toml.bench-tmp");
-    fs::write(&temporary, with_policy(&old, policy))
+    fs::write(&temporary, spec.apply(&old)?)
         .with_context(|| format!("writing {}", temporary.display()))?;
     fs::rename(&temporary, path).with_context(|| format!("replacing {}", path.display()))?;
     let mut client = Client::connect(&node.control_socket)?;
@@ -85,7 +157,7 @@ fn switch_node(node: &Node, policy: &str) -> anyhow::Result<()> {
         other => bail!("unexpected reply to reload: {other:?}"),
     }
     match client.call(&Request::Status, timeout)? {
-        Reply::Status { status } if status.policy == policy => Ok(()),
+        Reply::Status { status } if status.policy == spec.name => Ok(()),
         Reply::Status { status } => bail!(
             "the agent accepted the config but runs policy {:?}",
             status.policy
@@ -124,6 +196,31 @@ mod tests {
     fn does_not_mistake_similar_keys() {
         let c = with_policy("policy_file = 1\npolicy=\"local\"\n", "fcs");
         assert_eq!(c, "policy_file = 1\npolicy = \"fcs\"\n");
+    }
+
+    #[test]
+    fn variant_sets_dotted_keys_on_top_of_the_policy() {
+        let spec = PolicySpec::parse("dcs:dcs.boost_computing=true+policy_tick_us=500").unwrap();
+        assert_eq!(spec.name, "dcs");
+        let c: toml::Table = toml::from_str(&spec.apply(GENERATED).unwrap()).unwrap();
+        assert_eq!(c["policy"].as_str(), Some("dcs"));
+        assert_eq!(c["dcs"]["boost_computing"].as_bool(), Some(true));
+        assert_eq!(c["policy_tick_us"].as_integer(), Some(500));
+        assert_eq!(c["ebpf"]["poll_interval_ms"].as_integer(), Some(100));
+    }
+
+    #[test]
+    fn bad_variants_are_rejected_with_the_reason() {
+        for bad in [
+            "dcs:boost",
+            "dcs:a..b=1",
+            "dcs:x=not toml",
+            "gang:x=1",
+            "dcs:policy=1",
+        ] {
+            assert!(PolicySpec::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(PolicySpec::parse("sb").unwrap().overrides, vec![]);
     }
 
     #[test]
