@@ -847,6 +847,17 @@ impl<K: Kernel> Engine<K> {
             .running_jobs
             .set(self.reg.running_jobs() as i64);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+        let mut classes = [("cs", 0), ("f", 0), ("dc", 0)];
+        for (tid, _) in self.reg.tasks() {
+            if let Some(class) = self.driver.task_class(tid)
+                && let Some(slot) = classes.iter_mut().find(|(c, _)| *c == class)
+            {
+                slot.1 += 1;
+            }
+        }
+        for (class, n) in classes {
+            self.metrics.fcs_classes.with_label_values(&[class]).set(n);
+        }
         if let Ok(d) = self.k.drops() {
             self.metrics.update_drops(&d);
         }

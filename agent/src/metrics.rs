@@ -22,6 +22,7 @@ pub struct Metrics {
     job_empty_receives: IntCounterVec,
     job_switches: IntCounterVec,
     pub managed_tasks: IntGauge,
+    pub fcs_classes: prometheus::IntGaugeVec,
     pub running_jobs: IntGauge,
     /// `cosched_agent_events_total` by kind, resolved once: it is counted for
     /// every ring-buffer record (tens of thousands a second).
@@ -84,6 +85,7 @@ impl Metrics {
             job_empty_receives: icv("cosched_job_empty_receives_total", "Receives by the job's tasks that found no data (EAGAIN).", job),
             job_switches: icv("cosched_job_context_switches_total", "Context switches out of the job's tasks, by kind (voluntary: blocked or yielded; preempted: still runnable).", &["job_id", "job", "kind"]),
             managed_tasks: ig("cosched_managed_tasks", "Tasks (threads) the agent tracks."),
+            fcs_classes: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_fcs_tasks", "Managed tasks per FCS class (cs, f, dc) as scheduled now, measuring phases included; all 0 under other policies."), &["class"]).expect("valid metric")),
             running_jobs: ig("cosched_running_jobs", "Jobs with live processes on this node."),
             events: {
                 let v = icv("cosched_agent_events_total", "eBPF events handled by the agent, by kind.", &["kind"]);

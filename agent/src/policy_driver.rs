@@ -222,6 +222,11 @@ impl PolicyDriver {
         });
     }
 
+    /// The class the policy put `tid` in (FCS), if any.
+    pub fn task_class(&self, tid: u32) -> Option<&'static str> {
+        self.policy.task_class(TaskId(tid))
+    }
+
     /// Hands every task back at Normal (policy switch or shutdown).
     pub fn release_all(&mut self) {
         self.policy.release_all(&mut self.actions);

@@ -83,6 +83,9 @@ pub enum Reason {
     FcsFrustratedResume,
     /// FCS: no gang slot is known (none yet, or the last one expired).
     FcsNoSlot,
+    /// FCS: the slot owner measures itself as DC, so the slot is left to
+    /// the local scheduler among all processes.
+    FcsMeasuringDc,
     /// The policy was switched off or the task's job changed.
     Released,
 }
@@ -125,6 +128,7 @@ impl Reason {
             Reason::FcsFrustratedYield => "fcs-frustrated-yield",
             Reason::FcsFrustratedResume => "fcs-frustrated-resume",
             Reason::FcsNoSlot => "fcs-no-slot",
+            Reason::FcsMeasuringDc => "fcs-measuring-dc",
             Reason::Released => "released",
         }
     }

@@ -79,7 +79,7 @@ impl DynamicCoscheduler {
             tasks: BTreeMap::new(),
             ring: Vec::new(),
             cpus: CpuOccupancy::default(),
-            budget: FairnessBudget::new(fairness, fairness.share_slack_percent(kind)),
+            budget: FairnessBudget::new(fairness),
             levels: LevelBook::default(),
             next_period_at: None,
             forgotten_boosts: Vec::new(),

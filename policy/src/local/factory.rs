@@ -18,6 +18,6 @@ pub fn build_policy(config: &LocalPolicyConfig) -> Result<Box<dyn LocalPolicy>, 
         PolicyKind::Pb => Box::new(DynamicCoscheduler::periodic_boost(&c.pb, &c.fairness)),
         PolicyKind::PbSb => Box::new(DynamicCoscheduler::pb_sb(&c.pb, &c.sb, &c.fairness)),
         PolicyKind::DcsSb => Box::new(DynamicCoscheduler::dcs_sb(&c.dcs, &c.sb, &c.fairness)),
-        PolicyKind::Fcs => Box::new(FcsPolicy::new(&c.fcs)),
+        PolicyKind::Fcs => Box::new(FcsPolicy::new(&c.fcs, &c.fairness)),
     })
 }

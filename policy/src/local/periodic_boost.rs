@@ -130,7 +130,9 @@ impl DynamicCoscheduler {
             }
             if managed.obs.pending_message {
                 candidates.insert(task, Usefulness::PendingMessage);
-            } else if managed.obs.computing() {
+            } else if managed.obs.computing() && self.budget.under_equal_share(managed.job, now) {
+                // No slack past an equal share for a boost that only lets a
+                // task compute (see `FairnessBudget::under_equal_share`).
                 candidates.insert(task, Usefulness::Computing);
             }
         }

@@ -44,6 +44,12 @@ pub trait LocalPolicy: Send + fmt::Debug {
     fn uses_snapshots(&self) -> bool {
         false
     }
+
+    /// The class the policy put `task` in, for operators (FCS: `cs`, `f`,
+    /// `dc`); None for policies without classes.
+    fn task_class(&self, _task: TaskId) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A boxed policy is a policy, so drivers can be generic over both.
@@ -74,6 +80,10 @@ impl<P: LocalPolicy + ?Sized> LocalPolicy for Box<P> {
 
     fn uses_snapshots(&self) -> bool {
         (**self).uses_snapshots()
+    }
+
+    fn task_class(&self, task: TaskId) -> Option<&'static str> {
+        (**self).task_class(task)
     }
 }
 

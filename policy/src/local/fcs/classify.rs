@@ -124,6 +124,8 @@ pub struct FcsProfile {
     cpu_since: Option<u64>,
     /// Waiting since (counted into the current mode up to here).
     wait_since: Option<u64>,
+    /// CPU time of both modes when the process's last own slot started.
+    cpu_at_own_slot: u64,
 }
 
 impl Default for FcsProfile {
@@ -134,6 +136,7 @@ impl Default for FcsProfile {
             coscheduled: false,
             cpu_since: None,
             wait_since: None,
+            cpu_at_own_slot: 0,
         }
     }
 }
@@ -149,8 +152,26 @@ impl FcsProfile {
     }
 
     /// A slot of the process's own job starts: advance the measuring phase or
-    /// classify again. The slot counts for the phase it is run in.
+    /// classify again. A measuring slot counts for the phase it is run in
+    /// only if the process ran in it (at least [`MIN_RATE_CPU_NS`] of CPU
+    /// since its previous own slot started): a process that sleeps through
+    /// its first slots (waiting for its peers to start, reading its input)
+    /// would otherwise be classified from empty counters as DC, and a DC
+    /// process is never coscheduled again to show otherwise.
     pub fn own_slot_started(&mut self, params: &FcsParams) {
+        let cpu = self.counters.coscheduled.cpu_ns + self.counters.not_coscheduled.cpu_ns;
+        let ran = cpu.saturating_sub(self.cpu_at_own_slot) >= MIN_RATE_CPU_NS;
+        self.cpu_at_own_slot = cpu;
+        if !ran
+            && matches!(self.phase, Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } if slots_done > 0)
+        {
+            // The last own slot measured nothing: it does not count.
+            if let Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } =
+                &mut self.phase
+            {
+                *slots_done -= 1;
+            }
+        }
         self.phase = match self.phase {
             Phase::MeasuringCs { slots_done } if slots_done >= params.measure_cs_slots => {
                 if params.measure_dc_slots == 0 {

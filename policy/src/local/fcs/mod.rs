@@ -13,18 +13,22 @@
 //! passes its `until` loses its owner (everybody at its group level); if no
 //! new slot starts within `slot_grace_us`, FCS gives up on gang slots and
 //! every process is `Normal` (no gang, no coscheduling claims). FCS does not use the
-//! fairness budget: the gang matrix already shares time between jobs, and the
-//! top-priority boost lasts exactly the owner's slot.
+//! per-job fairness budget (the gang matrix already shares time between jobs,
+//! and the top-priority boost lasts exactly the owner's slot), but its owners'
+//! boosts share the node's real-time cap ([`rt_cap`]).
 
 pub mod classify;
 pub mod params;
 pub mod priority;
+pub mod rt_cap;
 
-use self::classify::{FcsClass, FcsProfile};
+use self::classify::{FcsClass, FcsProfile, Phase};
 pub use self::params::FcsParams;
 use self::priority::fcs_level;
+use self::rt_cap::RtCap;
 use super::action::{Action, Level, Reason};
 use super::event::{Event, NodeSnapshot};
+use super::fairness::FairnessParams;
 use super::ids::{JobId, TaskId, us_to_ns};
 use super::level_book::LevelBook;
 use super::observe::Observed;
@@ -58,16 +62,21 @@ pub struct FcsPolicy {
     slot: Option<Slot>,
     tasks: BTreeMap<TaskId, FcsTask>,
     levels: LevelBook,
+    /// All slot owners' boosts together stay below the node's cap.
+    rt: RtCap,
 }
 
 impl FcsPolicy {
-    pub fn new(params: &FcsParams) -> Self {
+    /// FCS with `params`; its owners' boosts share the node-wide cap
+    /// `fairness.max_node_boosted_percent` of each `fairness.window_us`.
+    pub fn new(params: &FcsParams, fairness: &FairnessParams) -> Self {
         Self {
             params: params.clone(),
             now: 0,
             slot: None,
             tasks: BTreeMap::new(),
             levels: LevelBook::default(),
+            rt: RtCap::new(fairness.window_ns(), fairness.node_budget_ns()),
         }
     }
 
@@ -83,6 +92,16 @@ impl FcsPolicy {
 
     fn owns_slot(&self, job: JobId) -> bool {
         self.slot.is_some_and(|s| s.owner == Some(job))
+    }
+
+    /// Does the slot owner measure itself as DC (its initial DC period)?
+    fn owner_measures_dc(&self) -> bool {
+        let Some(owner) = self.slot.and_then(|s| s.owner) else {
+            return false;
+        };
+        self.tasks
+            .values()
+            .any(|t| t.job == owner && matches!(t.profile.phase, Phase::MeasuringDc { .. }))
     }
 
     fn add(&mut self, task: TaskId, job: JobId) {
@@ -169,7 +188,7 @@ impl FcsPolicy {
             t.profile
                 .set_coscheduled(owns && class != FcsClass::Dc, now);
         }
-        let decisions: Vec<(TaskId, Level, Reason)> = self
+        let mut decisions: Vec<(TaskId, Level, Reason)> = self
             .tasks
             .iter()
             .map(|(&task, t)| {
@@ -177,6 +196,23 @@ impl FcsPolicy {
                 (task, level, reason)
             })
             .collect();
+        for (task, level, _) in &decisions {
+            if !level.is_boost() {
+                self.rt.stop(*task, now);
+            }
+        }
+        let allowed = self.rt.allows(now);
+        for (task, level, reason) in &mut decisions {
+            if level.is_boost() {
+                if allowed {
+                    self.rt.start(*task, now);
+                } else {
+                    self.rt.stop(*task, now);
+                    *level = Level::Normal;
+                    *reason = Reason::BudgetExhausted;
+                }
+            }
+        }
         for (task, level, reason) in decisions {
             self.levels.set(task, level, reason, out);
         }
@@ -185,6 +221,17 @@ impl FcsPolicy {
     fn decide(&self, task: TaskId, t: &FcsTask) -> (Level, Reason) {
         if self.slot.is_none() {
             return (Level::Normal, Reason::FcsNoSlot);
+        }
+        if self.owner_measures_dc() {
+            // Algorithm 1 has a DC slot's owner compete only with the other
+            // DC processes: with every other job measuring or classified CS
+            // (demoted), it would still run alone, and its peers alone on
+            // their nodes — coscheduled in all but name, so C_DC would
+            // measure the same as C_CS and no fine-grain job could show
+            // that it needs coscheduling. While the owner measures as DC,
+            // its slot is left to the local scheduler among all processes,
+            // which is what "not coscheduled" means.
+            return (Level::Normal, Reason::FcsMeasuringDc);
         }
         let owns = self.owns_slot(t.job);
         let class = t.profile.class();
@@ -284,21 +331,30 @@ impl LocalPolicy for FcsPolicy {
                 .until
                 .saturating_add(us_to_ns(self.params.slot_grace_us)),
         };
-        spin_deadlines.chain([slot_change]).min()
+        spin_deadlines
+            .chain([slot_change])
+            .chain(self.rt.next_deadline(self.now))
+            .min()
     }
 
     fn forget(&mut self, task: TaskId) {
         self.tasks.remove(&task);
         self.levels.forget(task);
+        self.rt.stop(task, self.now);
     }
 
     fn release_all(&mut self, out: &mut Vec<Action>) {
         self.slot = None;
+        self.rt.clear();
         self.levels.release_all(out);
     }
 
     fn level_of(&self, task: TaskId) -> Level {
         self.levels.get(task)
+    }
+
+    fn task_class(&self, task: TaskId) -> Option<&'static str> {
+        self.class_of(task).map(FcsClass::as_str)
     }
 
     fn uses_snapshots(&self) -> bool {

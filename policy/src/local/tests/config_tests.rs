@@ -65,7 +65,7 @@ fn documented_defaults() {
             max_boosted_percent: 50,
             max_node_boosted_percent: 80,
             equal_cpu_share: true,
-            cpu_share_slack_percent: None,
+            cpu_share_slack_percent: 5,
         }
     );
     let sb = SpinBlockParams::default();

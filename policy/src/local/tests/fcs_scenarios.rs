@@ -8,7 +8,10 @@ const SLOT: u64 = ms(10);
 const TOP: Level = Level::Boost { prio: 20 };
 
 fn fcs(params: FcsParams) -> Harness<FcsPolicy> {
-    let mut h = Harness::with_policy(FcsPolicy::new(&params));
+    let mut h = Harness::with_policy(FcsPolicy::new(
+        &params,
+        &crate::local::FairnessParams::default(),
+    ));
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h
@@ -73,6 +76,32 @@ fn fcs_new_process_measures_cs_then_dc_then_classifies() {
         c.coscheduled.comms > 100 && c.not_coscheduled.comms == 4,
         "{c:?}"
     );
+}
+
+#[test]
+fn fcs_slot_of_an_owner_measuring_as_dc_is_left_to_the_local_scheduler() {
+    let params = FcsParams {
+        measure_cs_slots: 1,
+        measure_dc_slots: 1,
+        ..FcsParams::default()
+    };
+    let mut h = fcs(params);
+    slot_with_traffic(&mut h, JA, 0, Some(T1), 10, us(20));
+    assert_eq!(h.level(T1), TOP, "measuring as CS: owns its slot");
+    assert_eq!(h.level(T2), Level::Demote);
+    slot_with_traffic(&mut h, JB, SLOT, Some(T2), 0, 0);
+    slot_with_traffic(&mut h, JA, 2 * SLOT, Some(T1), 2, us(20));
+    assert_eq!(
+        h.policy.profile_of(T1).unwrap().phase,
+        Phase::MeasuringDc { slots_done: 1 }
+    );
+    assert_eq!(h.level(T1), Level::Normal);
+    assert_eq!(
+        h.level(T2),
+        Level::Normal,
+        "not demoted: T1 must compete to measure itself uncoscheduled"
+    );
+    assert_eq!(h.last(T2).map(|l| l.2), Some(Reason::FcsMeasuringDc));
 }
 
 #[test]
@@ -190,4 +219,53 @@ fn fcs_back_to_back_slots_do_not_flap_levels() {
         .map(|(_, level, _)| level)
         .collect();
     assert_eq!(t2, vec![Level::Demote, TOP, Level::Demote]);
+}
+
+#[test]
+fn fcs_process_asleep_through_its_first_slots_is_measured_once_it_runs() {
+    let mut h = fcs(FcsParams::default()); // 2 CS slots, then 2 DC slots
+    // Job A's first four own slots pass while T1 sleeps (waiting for its
+    // peers to start): none of them is a measurement.
+    for k in 0..4u64 {
+        slot_with_traffic(&mut h, JA, 2 * k * SLOT, None, 0, 0);
+        slot_with_traffic(&mut h, JB, (2 * k + 1) * SLOT, Some(T2), 0, 0);
+    }
+    assert_eq!(
+        h.policy.profile_of(T1).unwrap().phase,
+        Phase::MeasuringCs { slots_done: 1 },
+        "still measuring its first CS slot"
+    );
+    // Then it runs and talks a lot coscheduled, little not: CS.
+    for k in 4..9u64 {
+        let waits = if (6..8).contains(&k) { 2 } else { 100 };
+        slot_with_traffic(&mut h, JA, 2 * k * SLOT, Some(T1), waits, us(20));
+        slot_with_traffic(&mut h, JB, (2 * k + 1) * SLOT, Some(T2), 0, 0);
+    }
+    assert_eq!(
+        h.policy.profile_of(T1).unwrap().phase,
+        Phase::Classified(FcsClass::Cs)
+    );
+}
+
+#[test]
+fn fcs_owner_boosts_stop_at_the_node_real_time_cap_until_the_next_window() {
+    // Both measure as CS for long: every slot's owner is boosted.
+    let mut h = fcs(FcsParams {
+        measure_cs_slots: 100,
+        ..FcsParams::default()
+    });
+    for k in 0..8u64 {
+        let owner = if k % 2 == 0 { JA } else { JB };
+        h.slot(Some(owner), k * SLOT, (k + 1) * SLOT);
+    }
+    // 80 of the 100 ms window boosted (the default node cap): the owner of
+    // the ninth slot runs at its ordinary priority, still above the other.
+    h.slot(Some(JA), 8 * SLOT, 9 * SLOT);
+    assert_eq!(h.level(T1), Level::Normal);
+    assert_eq!(h.last(T1).map(|l| l.2), Some(Reason::BudgetExhausted));
+    assert_eq!(h.level(T2), Level::Demote);
+    h.slot(Some(JB), 9 * SLOT, 10 * SLOT);
+    assert_eq!(h.level(T2), Level::Normal);
+    h.slot(Some(JA), 10 * SLOT, 11 * SLOT);
+    assert_eq!(h.level(T1), TOP, "a new window");
 }

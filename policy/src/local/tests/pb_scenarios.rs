@@ -128,3 +128,63 @@ fn pb_sb_blocks_spinner_and_boosts_worker() {
     h.advance_to(ms(1));
     assert_eq!(h.last(T3), Some((ms(1), BOOST10, Reason::PeriodicBoost)));
 }
+
+/// T1 (job A) was preempted computing, T2 (job B) runs and spins; a tick
+/// saw A with `a_ms` and B with `b_ms` of CPU in the current window.
+fn compute_neighbour_with_cpu(a_ms: u64, b_ms: u64) -> Harness {
+    let mut h = Harness::of_kind(PolicyKind::Pb);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.preempt(T1, us(10));
+    h.run(T2, 0, us(10));
+    h.spin(T2, us(20));
+    let task = |task, on_cpu, spinning_since, oncpu_ns| crate::local::TaskSnapshot {
+        task,
+        on_cpu,
+        spinning_since,
+        pending_message: false,
+        preempted: !on_cpu,
+        last_arrival_ns: 0,
+        oncpu_ns,
+        arrivals: 0,
+    };
+    let seen = |a_ns, b_ns| crate::local::NodeSnapshot {
+        tasks: vec![
+            task(T1, false, None, a_ns),
+            task(T2, true, Some(us(20)), b_ns),
+        ],
+        cpus: vec![crate::local::CpuSnapshot {
+            cpu: 0,
+            running: Some(T2),
+        }],
+    };
+    // The first look is the baseline; the second one counts the CPU time.
+    h.tick_with(us(500), &seen(0, 0));
+    h.tick_with(us(900), &seen(ms(a_ms), ms(b_ms)));
+    h
+}
+
+#[test]
+fn computing_neighbour_past_an_equal_share_is_not_boosted_over_a_spinner() {
+    // 52 of 100 ms: within the 5 % slack, but past an equal share.
+    let mut h = compute_neighbour_with_cpu(52, 48);
+    h.advance_to(ms(1));
+    assert_eq!(periodic_boosts(&h), vec![], "it only computes: no slack");
+    assert_eq!(h.level(T1), Level::Normal);
+}
+
+#[test]
+fn computing_neighbour_under_an_equal_share_is_boosted_over_a_spinner() {
+    let mut h = compute_neighbour_with_cpu(48, 52);
+    h.advance_to(ms(1));
+    assert_eq!(periodic_boosts(&h), vec![(ms(1), T1)]);
+}
+
+#[test]
+fn neighbour_whose_message_came_keeps_the_slack_past_an_equal_share() {
+    let mut h = compute_neighbour_with_cpu(52, 48);
+    h.arrive(T1, ms(1) - us(50), false);
+    h.advance_to(ms(1));
+    assert_eq!(periodic_boosts(&h), vec![(ms(1), T1)]);
+}

@@ -54,7 +54,7 @@ const CHART_TITLE: &str = "Slowdown (dedicated ÷ shared iter/s, lower is better
 /// The coordinator's shortest slice (its config refuses less).
 pub const MIN_SLICE_MS: u64 = 10;
 /// The best local policy of `bench local` (fine-grain spinning, MPL 2).
-pub const DEFAULT_BEST_LOCAL: &str = "pb";
+pub const DEFAULT_BEST_LOCAL: &str = "dcs";
 
 #[derive(Clone, Debug)]
 pub struct GangOptions {
@@ -221,7 +221,7 @@ mod tests {
         let d = GangOptions::default();
         assert_eq!((d.reps, d.duration_s), (3, 3.0));
         assert_eq!(d.slices_ms, [10, 50]);
-        assert_eq!(d.best_local, "pb");
+        assert_eq!(d.best_local, "dcs");
         assert_eq!(d.modes.len(), 5);
         assert!(d.stop_inactive);
         d.validate().unwrap();
