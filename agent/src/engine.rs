@@ -1042,7 +1042,16 @@ mod tests {
     use cosched_agent_common::TaskStats;
 
     fn engine() -> Engine<FakeKernel> {
-        let cfg = Config::parse("node = \"n0\"\ncpus = [0]", "test").unwrap();
+        engine_with("local")
+    }
+
+    /// An engine on CPU 0 running local policy `policy`.
+    fn engine_with(policy: &str) -> Engine<FakeKernel> {
+        let cfg = Config::parse(
+            &format!("node = \"n0\"\ncpus = [0]\npolicy = \"{policy}\""),
+            "test",
+        )
+        .unwrap();
         Engine::new(
             FakeKernel::default(),
             cfg,
@@ -1222,14 +1231,7 @@ mod tests {
 
     #[test]
     fn fcs_class_demotion_is_not_a_wait_so_its_arrivals_do_not_wake_the_agent() {
-        let cfg = Config::parse("node = \"n0\"\ncpus = [0]\npolicy = \"fcs\"", "test").unwrap();
-        let mut e = Engine::new(
-            FakeKernel::default(),
-            cfg,
-            RestoreLedger::new(None),
-            "test",
-            2,
-        );
+        let mut e = engine_with("fcs");
         e.k.spawn(100, SchedAttr::other(0));
         e.k.spawn(200, SchedAttr::other(0));
         e.adopt(1, "owner", &[100], None).unwrap();
@@ -1248,14 +1250,7 @@ mod tests {
 
     #[test]
     fn spinner_blocked_past_its_threshold_has_its_arrivals_reported() {
-        let cfg = Config::parse("node = \"n0\"\ncpus = [0]\npolicy = \"sb\"", "test").unwrap();
-        let mut e = Engine::new(
-            FakeKernel::default(),
-            cfg,
-            RestoreLedger::new(None),
-            "test",
-            2,
-        );
+        let mut e = engine_with("sb");
         e.k.spawn(100, SchedAttr::other(0));
         e.adopt(1, "spinner", &[100], None).unwrap();
         e.k.now = 1_000_000_000;

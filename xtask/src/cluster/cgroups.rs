@@ -30,10 +30,16 @@ pub fn create(dir: &Path) -> Result<()> {
 /// Node cgroups (`<root>/n<i>`) that exist. Other directories under the root
 /// are not the cluster's and are left alone.
 pub fn leftover_node_cgroups() -> Result<Vec<PathBuf>> {
-    let entries = match fs::read_dir(CGROUP_ROOT) {
+    node_dirs(CGROUP_ROOT)
+}
+
+/// The node directories (`n<i>`) under `root`, sorted; none if `root` is
+/// missing.
+fn node_dirs(root: &str) -> Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(root) {
         Ok(entries) => entries,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(error).with_context(|| format!("could not list {CGROUP_ROOT}")),
+        Err(error) => return Err(error).with_context(|| format!("could not list {root}")),
     };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(|entry| entry.ok())
@@ -179,21 +185,7 @@ pub fn create_v1(dirs: &[PathBuf]) -> Result<Option<String>> {
 
 /// Node directories (`n<i>`) under [`CPU_CGROUP_ROOT`].
 pub fn leftover_v1_node_cgroups() -> Result<Vec<PathBuf>> {
-    let entries = match fs::read_dir(CPU_CGROUP_ROOT) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => {
-            return Err(error).with_context(|| format!("could not list {CPU_CGROUP_ROOT}"));
-        }
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| entry.path().is_dir())
-        .filter(|entry| is_node_name(&entry.file_name().to_string_lossy()))
-        .map(|entry| entry.path())
-        .collect();
-    dirs.sort();
-    Ok(dirs)
+    node_dirs(CPU_CGROUP_ROOT)
 }
 
 /// Moves every thread still in a cgroup-v1 tree (a task the agent could not

@@ -43,12 +43,7 @@ fn arrival_for_preempted_task_boosts_it() {
 
 #[test]
 fn arrival_for_task_preempted_mid_computation_is_left_to_cfs() {
-    let mut h = Harness::new(crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs));
-    h.add(T1, JA, 0);
-    h.add(T2, JB, 0);
-    h.run(T1, 0, 0);
-    h.preempt(T1, ms(1)); // computing, not waiting for a message
-    h.run(T2, 0, ms(1));
+    let mut h = t1_preempted_computing(crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs));
     h.arrive(T1, ms(2), false);
     assert_eq!(
         h.level(T1),
@@ -62,14 +57,21 @@ fn arrival_for_task_preempted_mid_computation_is_left_to_cfs() {
 fn arrival_for_task_preempted_mid_computation_is_boosted_with_boost_computing() {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
     config.dcs.boost_computing = true;
+    let mut h = t1_preempted_computing(config);
+    h.arrive(T1, ms(2), false);
+    assert_eq!(h.level(T1), BOOST10);
+}
+
+/// T1 (job A) was preempted in the middle of a computation (not waiting for
+/// a message) at 1 ms; T2 (job B) runs.
+fn t1_preempted_computing(config: crate::local::LocalPolicyConfig) -> Harness {
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T1, 0, 0);
     h.preempt(T1, ms(1));
     h.run(T2, 0, ms(1));
-    h.arrive(T1, ms(2), false);
-    assert_eq!(h.level(T1), BOOST10);
+    h
 }
 
 #[test]
