@@ -1045,6 +1045,19 @@ mod tests {
         engine_with("local")
     }
 
+    /// Jobs 1 (task 100) and 2 (task 200) adopted, and a demoting gang slice
+    /// of job 1 applied.
+    fn job_a_slice_demoting_job_b(e: &mut Engine<FakeKernel>) {
+        e.k.spawn(100, SchedAttr::other(0));
+        e.k.spawn(200, SchedAttr::other(0));
+        e.adopt(1, "a", &[100], None).unwrap();
+        e.adopt(2, "b", &[200], None).unwrap();
+        e.set_gang(Some(Gang {
+            active: [1].into(),
+            strict: false,
+        }));
+    }
+
     /// An engine on CPU 0 running local policy `policy`.
     fn engine_with(policy: &str) -> Engine<FakeKernel> {
         let cfg = Config::parse(
@@ -1199,14 +1212,7 @@ mod tests {
     #[test]
     fn gang_slice_demotes_other_jobs_and_restores_them_after() {
         let mut e = engine();
-        e.k.spawn(100, SchedAttr::other(0));
-        e.k.spawn(200, SchedAttr::other(0));
-        e.adopt(1, "a", &[100], None).unwrap();
-        e.adopt(2, "b", &[200], None).unwrap();
-        e.set_gang(Some(Gang {
-            active: [1].into(),
-            strict: false,
-        }));
+        job_a_slice_demoting_job_b(&mut e);
         assert_eq!(
             e.k.attr(100),
             SchedAttr::other(0),
@@ -1463,14 +1469,7 @@ mod tests {
     fn without_a_demotion_cgroup_no_task_changes_cgroup() {
         use crate::kernel::fake::{Call, FAKE_CPU_ROOT};
         let mut e = engine();
-        e.k.spawn(100, SchedAttr::other(0));
-        e.k.spawn(200, SchedAttr::other(0));
-        e.adopt(1, "a", &[100], None).unwrap();
-        e.adopt(2, "b", &[200], None).unwrap();
-        e.set_gang(Some(Gang {
-            active: [1].into(),
-            strict: false,
-        }));
+        job_a_slice_demoting_job_b(&mut e);
         assert_eq!(e.k.tasks[&200].group_nice, 19, "autogroup nice as before");
         e.shutdown();
         assert!(
@@ -1530,14 +1529,7 @@ mod tests {
     #[test]
     fn forked_thread_of_a_demoted_task_stays_demoted_then_follows_its_job() {
         let mut e = cgroup_engine();
-        e.k.spawn(100, SchedAttr::other(0));
-        e.k.spawn(200, SchedAttr::other(0));
-        e.adopt(1, "a", &[100], None).unwrap();
-        e.adopt(2, "b", &[200], None).unwrap();
-        e.set_gang(Some(Gang {
-            active: [1].into(),
-            strict: false,
-        }));
+        job_a_slice_demoting_job_b(&mut e);
         fork(&mut e, 200, 201, 2);
         assert_eq!(e.reg.task(201).unwrap().job, 2);
         assert_eq!(e.k.cgroup(201), cg("idle"), "demoted like its job");
