@@ -18,13 +18,14 @@ use cosched_policy::local::{
 /// down by [`QUIET_TICK_FACTOR`].
 const QUIET_AFTER_NS: u64 = 10_000_000;
 /// How much slower the periodic tick runs while no task spins. What the
-/// spin-wait policies (SB, SY) act on is a spin, and DCS only boosts waiting
+/// spin-wait policies (SB, SY, PB) act on is a spin, and DCS only boosts waiting
 /// (spinning) receivers; with no spin, a 1 ms tick only reads counters and
 /// takes the CPU from the jobs: with blocking receives on busy nodes that
 /// cost the tick-driven policies 7–8 % of slowdown at MPL 3. A spin that
 /// starts meanwhile is seen at the next tick, at most `QUIET_TICK_FACTOR`
-/// ticks late. PB keeps its own period (it asks for each decision), and
-/// FCS its 1 ms tick: its counters are built from the ticks' switch events.
+/// ticks late. PB asks for its period only while a task spins (or its own
+/// boost runs). FCS keeps its 1 ms tick: its counters are built from the
+/// ticks' switch events.
 const QUIET_TICK_FACTOR: u64 = 10;
 
 pub struct PolicyDriver {

@@ -123,6 +123,21 @@ impl DynamicCoscheduler {
         policy
     }
 
+    /// Is there anything for a PB decision: a spinner, or a periodic boost
+    /// to renew or end?
+    fn pb_has_work(&self) -> bool {
+        self.tasks.values().any(|m| {
+            m.obs.spin.is_some()
+                || matches!(
+                    m.hold,
+                    Hold::Boosted {
+                        source: BoostSource::Periodic,
+                        ..
+                    }
+                )
+        })
+    }
+
     fn add(&mut self, task: TaskId, job: JobId, out: &mut Vec<Action>) {
         if let Some(managed) = self.tasks.get(&task) {
             if managed.job == job {
@@ -400,6 +415,14 @@ impl LocalPolicy for DynamicCoscheduler {
             Event::SlotStarted { .. } => {}
         }
         self.settle_forgotten_boosts(); // an exit is timed
+        if let Some(rule) = self.rules.periodic
+            && self.next_period_at.is_none()
+            && self.pb_has_work()
+        {
+            // PB's first decision falls on its period grid.
+            let period = rule.period_ns.max(1);
+            self.next_period_at = Some((self.now / period + 1) * period);
+        }
         self.advance(matches!(event, Event::Tick { .. }), out);
     }
 
@@ -429,9 +452,11 @@ impl LocalPolicy for DynamicCoscheduler {
                 }
             }
         }
-        if self.rules.periodic.is_some() && !self.tasks.is_empty() {
-            // A decision that came due at a derived event waits for the tick:
-            // due now.
+        if self.rules.periodic.is_some() && self.pb_has_work() {
+            // A PB decision acts only on a spinner (or ends its own boost):
+            // with neither, the driver's tick sees the next spin start and no
+            // period is asked for. A decision that came due at a derived
+            // event waits for the tick: due now.
             consider(Some(self.next_period_at.unwrap_or(self.now).max(self.now)));
         }
         next

@@ -188,3 +188,18 @@ fn neighbour_whose_message_came_keeps_the_slack_past_an_equal_share() {
     h.advance_to(ms(1));
     assert_eq!(periodic_boosts(&h), vec![(ms(1), T1)]);
 }
+
+#[test]
+fn periodic_boost_asks_for_no_tick_while_nothing_spins() {
+    let mut h = Harness::of_kind(PolicyKind::Pb);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0); // computing
+    assert_eq!(
+        h.policy.next_wakeup(),
+        None,
+        "no spinner: nothing to decide"
+    );
+    h.spin(T1, us(300));
+    assert_eq!(h.policy.next_wakeup(), Some(ms(1)), "on the period grid");
+}
