@@ -84,6 +84,9 @@ struct LocalArgs {
     #[arg(long, default_value_t = 2.0)]
     duration: f64,
     /// Policies, comma-separated [default: local,dcs,sb,sy,pb,pb-sb,dcs-sb,fcs].
+    /// A variant `name:key=value+key=value` runs policy `name` with those
+    /// agent config keys set (dotted paths, TOML values), e.g.
+    /// `dcs:dcs.boost_computing=true`.
     #[arg(long, value_delimiter = ',')]
     policies: Vec<String>,
     /// Workloads, comma-separated [default: all].
