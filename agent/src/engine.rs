@@ -5,10 +5,10 @@
 //! enforcer and the restore ledger. The async daemon around it only moves
 //! bytes (sockets, timers, child processes); everything that decides lives here
 //! and is tested with the fake kernel.
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use cosched_agent_common::{Event, event_flags, event_kind, watch_flags};
-use cosched_policy::local::{Action, Level};
+use cosched_policy::local::{Action, Level, Reason, fcs::classify::FcsClass};
 use cosched_proto::{
     control::{AgentStatus, JobState, ReloadOutcome},
     job::{JobId, SchedRequest},
@@ -52,11 +52,10 @@ pub struct Engine<K: Kernel> {
     last_reload: Option<ReloadOutcome>,
     events: Vec<Event>,
     driver: PolicyDriver,
-    /// Level the local policy wants per task (absent = Normal).
-    policy_levels: HashMap<u32, Level>,
-    /// Tasks the policy holds back until their next message
-    /// ([`Reason::awaits_message`](cosched_policy::local::Reason::awaits_message)).
-    awaiting_message: HashSet<u32>,
+    /// Level the local policy wants per task (absent = Normal), and why: a
+    /// hold that waits for the task's next message
+    /// ([`Reason::awaits_message`]) needs every arrival reported.
+    policy_levels: HashMap<u32, (Level, Reason)>,
     /// Level applied per task (absent = Normal): the policy's, unless the
     /// gang overlay holds the task's job out of the current slice.
     levels: HashMap<u32, Level>,
@@ -167,7 +166,6 @@ impl<K: Kernel> Engine<K> {
             placed: HashMap::new(),
             driver,
             policy_levels: HashMap::new(),
-            awaiting_message: HashSet::new(),
             levels: HashMap::new(),
             watches: HashMap::new(),
             gang: None,
@@ -397,7 +395,6 @@ impl<K: Kernel> Engine<K> {
         self.levels.remove(&tid);
         self.placed.remove(&tid);
         self.policy_levels.remove(&tid);
-        self.awaiting_message.remove(&tid);
         self.watches.remove(&tid);
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
@@ -507,12 +504,7 @@ impl<K: Kernel> Engine<K> {
             if level == Level::Normal {
                 self.policy_levels.remove(&task.0);
             } else {
-                self.policy_levels.insert(task.0, level);
-            }
-            if reason.awaits_message() {
-                self.awaiting_message.insert(task.0);
-            } else {
-                self.awaiting_message.remove(&task.0);
+                self.policy_levels.insert(task.0, (level, reason));
             }
             self.realize(task.0, trigger);
         }
@@ -523,8 +515,7 @@ impl<K: Kernel> Engine<K> {
         let policy = self
             .policy_levels
             .get(&tid)
-            .copied()
-            .unwrap_or(Level::Normal);
+            .map_or(Level::Normal, |&(level, _)| level);
         match (&self.gang, self.reg.task(tid)) {
             (Some(g), Some(e)) if !g.active.contains(&e.job) => {
                 if g.strict {
@@ -585,8 +576,10 @@ impl<K: Kernel> Engine<K> {
     /// owner) every arrival, which ends their wait.
     fn watch_for(&self, tid: u32, level: Level) -> u32 {
         let held_by_policy = matches!(level, Level::Demote | Level::Stop | Level::Background)
-            && self.policy_levels.get(&tid) == Some(&level)
-            && self.awaiting_message.contains(&tid);
+            && self
+                .policy_levels
+                .get(&tid)
+                .is_some_and(|&(l, why)| l == level && why.awaits_message());
         if level.is_boost() {
             self.boost_watch
         } else if held_by_policy {
@@ -734,7 +727,6 @@ impl<K: Kernel> Engine<K> {
         self.driver.release_all();
         self.apply_policy_actions(None);
         self.policy_levels.clear();
-        self.awaiting_message.clear();
         // Anything the policy forgot to hand back is put back here.
         let left: Vec<u32> = self.levels.keys().copied().collect();
         for tid in left {
@@ -847,7 +839,7 @@ impl<K: Kernel> Engine<K> {
             .running_jobs
             .set(self.reg.running_jobs() as i64);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
-        let mut classes = [("cs", 0), ("f", 0), ("dc", 0)];
+        let mut classes = FcsClass::ALL.map(|c| (c.as_str(), 0));
         for (tid, _) in self.reg.tasks() {
             if let Some(class) = self.driver.task_class(tid)
                 && let Some(slot) = classes.iter_mut().find(|(c, _)| *c == class)
@@ -1060,11 +1052,12 @@ mod tests {
 
     /// An engine on CPU 0 running local policy `policy`.
     fn engine_with(policy: &str) -> Engine<FakeKernel> {
-        let cfg = Config::parse(
-            &format!("node = \"n0\"\ncpus = [0]\npolicy = \"{policy}\""),
-            "test",
-        )
-        .unwrap();
+        engine_configured(&format!("policy = \"{policy}\""))
+    }
+
+    /// An engine on CPU 0 with `extra` added to its config.
+    fn engine_configured(extra: &str) -> Engine<FakeKernel> {
+        let cfg = Config::parse(&format!("node = \"n0\"\ncpus = [0]\n{extra}"), "test").unwrap();
         Engine::new(
             FakeKernel::default(),
             cfg,
@@ -1332,18 +1325,7 @@ mod tests {
     }
 
     fn cgroup_engine() -> Engine<FakeKernel> {
-        let cfg = Config::parse(
-            &format!("node = \"n0\"\ncpus = [0]\ndemote_cpu_cgroup = \"{NODE_CG}\""),
-            "test",
-        )
-        .unwrap();
-        Engine::new(
-            FakeKernel::default(),
-            cfg,
-            RestoreLedger::new(None),
-            "test",
-            2,
-        )
+        engine_configured(&format!("demote_cpu_cgroup = \"{NODE_CG}\""))
     }
 
     fn fork(e: &mut Engine<FakeKernel>, parent: u32, child: u32, job: JobId) {

@@ -39,6 +39,9 @@ pub enum FcsClass {
 }
 
 impl FcsClass {
+    /// Every class, in the order CS, F, DC.
+    pub const ALL: [FcsClass; 3] = [FcsClass::Cs, FcsClass::F, FcsClass::Dc];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FcsClass::Cs => "cs",
@@ -163,14 +166,11 @@ impl FcsProfile {
         let ran = cpu.saturating_sub(self.cpu_at_own_slot) >= MIN_RATE_CPU_NS;
         self.cpu_at_own_slot = cpu;
         if !ran
-            && matches!(self.phase, Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } if slots_done > 0)
+            && let Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } =
+                &mut self.phase
         {
             // The last own slot measured nothing: it does not count.
-            if let Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } =
-                &mut self.phase
-            {
-                *slots_done -= 1;
-            }
+            *slots_done = slots_done.saturating_sub(1);
         }
         self.phase = match self.phase {
             Phase::MeasuringCs { slots_done } if slots_done >= params.measure_cs_slots => {

@@ -188,11 +188,12 @@ impl FcsPolicy {
             t.profile
                 .set_coscheduled(owns && class != FcsClass::Dc, now);
         }
+        let owner_measures_dc = self.owner_measures_dc();
         let mut decisions: Vec<(TaskId, Level, Reason)> = self
             .tasks
             .iter()
             .map(|(&task, t)| {
-                let (level, reason) = self.decide(task, t);
+                let (level, reason) = self.decide(task, t, owner_measures_dc);
                 (task, level, reason)
             })
             .collect();
@@ -218,11 +219,14 @@ impl FcsPolicy {
         }
     }
 
-    fn decide(&self, task: TaskId, t: &FcsTask) -> (Level, Reason) {
+    /// `task`'s level and why; `owner_measures_dc`: the slot owner is in its
+    /// initial DC period ([`Self::owner_measures_dc`], the same for every
+    /// task of one decision round).
+    fn decide(&self, task: TaskId, t: &FcsTask, owner_measures_dc: bool) -> (Level, Reason) {
         if self.slot.is_none() {
             return (Level::Normal, Reason::FcsNoSlot);
         }
-        if self.owner_measures_dc() {
+        if owner_measures_dc {
             // Algorithm 1 has a DC slot's owner compete only with the other
             // DC processes: with every other job measuring or classified CS
             // (demoted), it would still run alone, and its peers alone on

@@ -48,19 +48,25 @@ impl RtCap {
         }
     }
 
-    /// Boosted time used in the current window, up to `now`.
-    pub fn used(&mut self, now: u64) -> u64 {
-        self.roll(now);
-        self.used_ns
+    /// Boosted time used in the window of `now`, up to `now`.
+    pub fn used(&self, now: u64) -> u64 {
+        let window = now / self.window_ns;
+        let start = window * self.window_ns;
+        let ended = if window == self.window {
+            self.used_ns
+        } else {
+            0
+        };
+        ended
             + self
                 .running
                 .values()
-                .map(|&since| now.saturating_sub(since))
+                .map(|&since| now.saturating_sub(since.max(start)))
                 .sum::<u64>()
     }
 
     /// Whether a boost may run (go on, or start) at `now`.
-    pub fn allows(&mut self, now: u64) -> bool {
+    pub fn allows(&self, now: u64) -> bool {
         self.used(now) < self.cap_ns
     }
 
@@ -90,8 +96,7 @@ impl RtCap {
             return None;
         }
         let next_window = (now / self.window_ns + 1) * self.window_ns;
-        let mut me = self.clone();
-        let used = me.used(now);
+        let used = self.used(now);
         let n = self.running.len() as u64;
         let reach = now.saturating_add(self.cap_ns.saturating_sub(used).div_ceil(n));
         Some(reach.min(next_window))

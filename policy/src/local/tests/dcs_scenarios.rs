@@ -22,11 +22,19 @@ fn quantum_dcs() -> Harness {
 }
 
 fn two_tasks_t2_running_with(config: crate::local::LocalPolicyConfig) -> Harness {
+    t1_preempted_t2_running(config, true)
+}
+
+/// T1 (job A) ran first and was preempted at 1 ms — `waiting`: while it
+/// spun for a message (from 500 µs), else mid-computation; T2 (job B) runs.
+fn t1_preempted_t2_running(config: crate::local::LocalPolicyConfig, waiting: bool) -> Harness {
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T1, 0, 0);
-    h.spin(T1, us(500));
+    if waiting {
+        h.spin(T1, us(500));
+    }
     h.preempt(T1, ms(1));
     h.run(T2, 0, ms(1));
     h
@@ -65,13 +73,7 @@ fn arrival_for_task_preempted_mid_computation_is_boosted_with_boost_computing() 
 /// T1 (job A) was preempted in the middle of a computation (not waiting for
 /// a message) at 1 ms; T2 (job B) runs.
 fn t1_preempted_computing(config: crate::local::LocalPolicyConfig) -> Harness {
-    let mut h = Harness::new(config);
-    h.add(T1, JA, 0);
-    h.add(T2, JB, 0);
-    h.run(T1, 0, 0);
-    h.preempt(T1, ms(1));
-    h.run(T2, 0, ms(1));
-    h
+    t1_preempted_t2_running(config, false)
 }
 
 #[test]
@@ -132,13 +134,7 @@ fn per_message_dcs() -> Harness {
     config.dcs.end_on_wait = true;
     // As in `quantum_dcs`: any preempted receiver qualifies here.
     config.dcs.boost_computing = true;
-    let mut h = Harness::new(config);
-    h.add(T1, JA, 0);
-    h.add(T2, JB, 0);
-    h.run(T1, 0, 0);
-    h.preempt(T1, ms(1));
-    h.run(T2, 0, ms(1));
-    h
+    t1_preempted_computing(config)
 }
 
 #[test]
