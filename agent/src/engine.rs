@@ -546,6 +546,17 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
+    /// A strict gang switch was announced: notes in the restore journal,
+    /// now and once for all, that every managed task may be stopped, so the
+    /// switch itself writes nothing (see restore.rs).
+    pub fn prepare_to_stop(&mut self) {
+        let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
+        if let Err(e) = self.ledger.may_stop(tids) {
+            // The switch's own write-ahead (`will_stop`) tries again.
+            tracing::warn!("restore journal: {e}");
+        }
+    }
+
     pub fn gang(&self) -> Option<&Gang> {
         self.gang.as_ref()
     }

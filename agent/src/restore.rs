@@ -4,8 +4,8 @@
 //! after a restart.
 //!
 //! An entry is written when the agent starts managing a task, *before* any
-//! change to it (write-ahead), and again only the first time the agent stops
-//! the task. Writing can block on a slow disk (measured: the event loop stuck
+//! change to it (write-ahead), and again only when the agent may first stop
+//! the task (when a strict gang switch is announced, ahead of its time). Writing can block on a slow disk (measured: the event loop stuck
 //! for 1–2 s in `submit_bio_wait` when the first boost of a run wrote it), so
 //! nothing a policy does per message or per tick writes the journal: the
 //! original attributes and autogroup nice are recorded at adoption, and
@@ -197,6 +197,26 @@ impl RestoreLedger {
         Ok(())
     }
 
+    /// Notes (durably, one journal write for all) that the agent may stop
+    /// these tasks: called when a strict gang switch is announced, ahead of
+    /// its time, so the slice switch itself writes nothing. Tasks not
+    /// recorded yet are left to [`will_stop`](Self::will_stop).
+    pub fn may_stop(&mut self, tids: impl IntoIterator<Item = u32>) -> io::Result<()> {
+        let mut marked = false;
+        for tid in tids {
+            if let Some(e) = self.entries.get_mut(&tid)
+                && !e.ever_stopped
+            {
+                e.ever_stopped = true;
+                marked = true;
+            }
+        }
+        if marked {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
     /// Notes (durably) the nice of the task's autogroup before the agent first
     /// changes it.
     pub fn will_set_group_nice(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<()> {
@@ -375,6 +395,35 @@ mod tests {
         l.flush().unwrap();
         let after = RestoreLedger::load(&journal).unwrap();
         assert!(after.get(10).is_some() && after.get(11).is_none());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A strict gang switch is announced ahead of its time: the journal is
+    /// written then, once for every task, and the stops at the switch write
+    /// nothing (a write there delayed the slice).
+    #[test]
+    fn stops_announced_ahead_write_the_journal_before_the_switch_not_at_it() {
+        let dir = std::env::temp_dir().join(format!("cosched-may-stop-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let journal = dir.join("restore.json");
+        let mut k = FakeKernel::default();
+        k.spawn(10, SchedAttr::other(0));
+        k.spawn(11, SchedAttr::other(0));
+        let mut l = RestoreLedger::new(Some(journal.clone()));
+        l.record(&k, 10).unwrap();
+        l.record(&k, 11).unwrap();
+        l.may_stop([10, 11, 12]).unwrap();
+        let written = RestoreLedger::load(&journal).unwrap();
+        assert!(written.get(10).unwrap().ever_stopped && written.get(11).unwrap().ever_stopped);
+        assert!(
+            written.get(12).is_none(),
+            "an unrecorded task is not invented"
+        );
+        fs::remove_file(&journal).unwrap();
+        l.will_stop(&k, 10).unwrap();
+        l.will_stop(&k, 11).unwrap();
+        l.may_stop([10, 11]).unwrap();
+        assert!(!journal.exists(), "the switch wrote the journal");
         fs::remove_dir_all(&dir).unwrap();
     }
 

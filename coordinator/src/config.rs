@@ -79,6 +79,13 @@ pub struct Config {
     /// Finished jobs kept for `cosched jobs --all`. Default 100.
     #[serde(default = "default_finished_retention")]
     pub finished_retention: usize,
+    /// SCHED_FIFO priority of the coordinator's event loop, 1..=99; 0 = time
+    /// shared. Default 40: above the real-time boosts agents give jobs (DCS
+    /// 10, FCS 20; agents keep boosts below their own priority, 50), so a
+    /// coordinator on a node with boosted jobs still announces switches on
+    /// time (see `priority.rs`).
+    #[serde(default = "default_realtime_priority")]
+    pub realtime_priority: u32,
     /// Paired gang settings (seed 001 defaults: margin 1 %, band 20 %).
     #[serde(default)]
     pub paired: PairingConfig,
@@ -95,6 +102,9 @@ fn default_metrics_listen() -> SocketAddr {
 }
 fn default_max_rows() -> usize {
     cosched_policy::global::DEFAULT_MAX_ROWS
+}
+fn default_realtime_priority() -> u32 {
+    40
 }
 fn default_slice_ms() -> u64 {
     100
@@ -211,6 +221,12 @@ impl Config {
         if !(1..=64).contains(&self.max_rows) {
             return bad(format!("max_rows {} out of range 1..=64", self.max_rows));
         }
+        if self.realtime_priority > 99 {
+            return bad(format!(
+                "realtime_priority {} out of range 0..=99",
+                self.realtime_priority
+            ));
+        }
         if !(MIN_SLICE_MS..=60_000).contains(&self.slice_ms) {
             return bad(format!(
                 "slice_ms {} out of range {MIN_SLICE_MS}..=60000",
@@ -313,6 +329,27 @@ mod tests {
         assert_eq!(config.heartbeat_timeout_ms, 3000);
         assert_eq!(config.switch_lead(), Duration::from_millis(5));
         assert_eq!(config.paired, PairingConfig::default());
+        assert_eq!(config.realtime_priority, 40);
+    }
+
+    #[test]
+    fn realtime_priority_past_99_is_rejected() {
+        let text = format!(
+            "{}realtime_priority = 100
+",
+            minimal()
+        );
+        let error = Config::parse(&text, "t").unwrap_err();
+        assert!(
+            error.to_string().contains("realtime_priority 100"),
+            "{error}"
+        );
+        let text = format!(
+            "{}realtime_priority = 0
+",
+            minimal()
+        );
+        assert_eq!(Config::parse(&text, "t").unwrap().realtime_priority, 0);
     }
 
     #[test]

@@ -18,3 +18,4 @@ pub mod metrics;
 pub mod net;
 pub mod persist;
 pub mod policy;
+pub mod priority;

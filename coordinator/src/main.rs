@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Parser;
-use cosched_coordinator::{config::Config, daemon};
+use cosched_coordinator::{config::Config, daemon, priority};
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +39,13 @@ fn main() -> anyhow::Result<()> {
         daemon::load_core(&config)?;
         println!("{}: ok", args.config.display());
         return Ok(());
+    }
+    // The runtime is single-threaded: the event loop runs on this thread.
+    if let Err(error) = priority::run_calling_thread_at(config.realtime_priority) {
+        tracing::warn!(
+            priority = config.realtime_priority,
+            "cannot set the coordinator's priority ({error}); slice switches may be announced late on a busy host"
+        );
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use cosched_integration_tests::{
     coord::{CoordOpts, TestCluster, state},
+    proc::sched_of,
     require_root,
 };
 use cosched_proto::control::{JobState, Reply, Request};
@@ -13,6 +14,11 @@ fn submitted_job_runs_on_both_nodes_to_completion_and_leaves_the_matrix() {
     require_root();
     let cluster = TestCluster::start(61, CoordOpts::default(), "");
     let coordinator = &cluster.coordinator;
+    // Its event loop (the main thread) runs above the jobs' boosts, so it
+    // announces switches on time on a node with boosted jobs.
+    let pid = coordinator.child.as_ref().expect("coordinator runs").id();
+    let sched = sched_of(pid).expect("coordinator's scheduling attributes");
+    assert_eq!((sched.policy, sched.priority), (libc::SCHED_FIFO, 40));
     let id = coordinator.submit_synth("ring", 2, &["--duration", "0.8"]);
     let running = coordinator.job(id);
     assert_eq!(state(&running), "running", "{running:#}");

@@ -331,7 +331,15 @@ impl CoordNode {
 
     fn on_switch<K: Kernel>(&mut self, engine: &mut Engine<K>, switch: SwitchSlice) {
         let now = monotonic_ns();
-        match timing(&switch, now, self.last_applied) {
+        let timing = timing(&switch, now, self.last_applied);
+        let will_stop = self.mode == Mode::Gang && self.config.stop_inactive;
+        if will_stop
+            && !switch.rows.is_empty()
+            && matches!(timing, Timing::At(_) | Timing::Now { .. })
+        {
+            engine.prepare_to_stop();
+        }
+        match timing {
             Timing::At(at) => {
                 let token = self.next_token;
                 self.next_token += 1;
