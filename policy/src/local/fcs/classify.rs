@@ -1,24 +1,36 @@
 //! FCS process characterisation (seed 004 §2.4.2, §2.4.4, §4.6.1).
 //!
 //! Per process the scheduler keeps C_CS / C_DC (communication attempts while
-//! coscheduled, i.e. scheduled as CS or F in its own slot / while not) and
-//! W_CS / W_DC (time spent waiting for communication in each mode). A new
-//! process runs as CS for a fixed number of its slots, then as DC for a fixed
-//! number, then is classified at each of its slots:
+//! coscheduled, i.e. run as CS or F in its own slot / run as DC in its own
+//! slot) and W_CS / W_DC (time spent waiting for communication in each mode).
+//! A new process runs as CS for a fixed number of its slots, then as DC for a
+//! fixed number, then is classified at each of its slots:
 //! 1. both modes communicate rarely → DC;
 //! 2. otherwise long waits → F;
 //! 3. otherwise much more communication coscheduled than not → CS;
 //! 4. otherwise → DC.
 //!
 //! What is counted, and why:
+//! - only the process's own slots count: the seed's measuring phase runs the
+//!   same process for a number of its slots as CS and then as DC, so C_CS and
+//!   C_DC compare one treatment of the same slots with the other; slots of
+//!   other jobs would mix in how busy the node is with them;
 //! - a communication attempt is a message arrival for the process (the agent
-//!   observes receives, not sends);
+//!   observes receives, not sends), all of them: from the kernel's per-task
+//!   counter at each look, not one per look that saw a new message (a
+//!   fine-grain process gets thousands a second, the agent looks every
+//!   millisecond);
+//! - an own slot the process took no part in (no message, under a
+//!   millisecond of CPU: asleep, or waiting for its peers to start) is
+//!   dropped from the counters, not only from the measuring phase;
 //! - a wait is a spin episode, from its start to the arrival of the message;
-//! - the seed compares C_CS with C_DC, but after the measuring phase the two
-//!   modes get very different amounts of time, so raw counts would drift; the
-//!   rates are compared instead: attempts per second of the process's own CPU
-//!   time in that mode (time it spends spinning counts, so poor coscheduling
-//!   lowers the rate);
+//! - the seed compares C_CS with C_DC; after the measuring phase a process
+//!   keeps one mode, so raw counts would drift: rates are compared instead,
+//!   attempts per second of own-slot time in that mode. Per second of the
+//!   slot, not of the process's CPU time: a process that mostly sleeps (I/O)
+//!   has a high rate per CPU second in every mode, and small differences in
+//!   its CPU cost per message (a cold cache when it runs between others)
+//!   made it look CS and kept it demoted outside its slots;
 //! - "long periods of waiting" is the mean wait *while coscheduled*: an F
 //!   process needs coscheduling but does not get its benefit; long waits when
 //!   not coscheduled are expected of every fine-grained process.
@@ -62,16 +74,19 @@ pub struct ModeCounters {
     pub waits: u64,
     /// CPU time the process got in this mode, ns.
     pub cpu_ns: u64,
+    /// Own-slot time spent in this mode, ns.
+    pub time_ns: u64,
 }
 
-/// CPU time below this is treated as this much when computing rates, so a
-/// process that hardly ran in a mode does not get an absurd rate.
-const MIN_RATE_CPU_NS: u64 = 1_000_000;
+/// A process that ran less than this in an own slot did not run in it (see
+/// [`FcsProfile::own_slot_started`]); time in a mode below this counts as this
+/// much when computing rates, so a mode hardly seen yet gets no absurd rate.
+const MIN_RUN_NS: u64 = 1_000_000;
 
 impl ModeCounters {
-    /// Communication attempts per second of CPU time.
-    pub fn comm_rate_per_cpu_sec(&self) -> f64 {
-        self.comms as f64 * 1e9 / self.cpu_ns.max(MIN_RATE_CPU_NS) as f64
+    /// Communication attempts per second of own-slot time in this mode.
+    pub fn comm_rate_per_sec(&self) -> f64 {
+        self.comms as f64 * 1e9 / self.time_ns.max(MIN_RUN_NS) as f64
     }
 
     /// Mean wait, ns, if any wait completed.
@@ -89,9 +104,9 @@ pub struct FcsCounters {
 
 /// The classification rule of the module docs.
 pub fn classify(counters: &FcsCounters, params: &FcsParams) -> FcsClass {
-    let cs_rate = counters.coscheduled.comm_rate_per_cpu_sec();
-    let dc_rate = counters.not_coscheduled.comm_rate_per_cpu_sec();
-    if cs_rate < params.rare_comm_per_cpu_sec && dc_rate < params.rare_comm_per_cpu_sec {
+    let cs_rate = counters.coscheduled.comm_rate_per_sec();
+    let dc_rate = counters.not_coscheduled.comm_rate_per_sec();
+    if cs_rate < params.rare_comm_per_sec && dc_rate < params.rare_comm_per_sec {
         return FcsClass::Dc;
     }
     if counters
@@ -121,14 +136,18 @@ pub enum Phase {
 pub struct FcsProfile {
     pub phase: Phase,
     pub counters: FcsCounters,
-    /// Counting into the coscheduled counters now.
-    coscheduled: bool,
+    /// Counting now: Some(true) into the coscheduled counters (own slot, run
+    /// as CS or F), Some(false) into the others (own slot, run as DC), None
+    /// not at all (another job's slot, or none).
+    counting: Option<bool>,
+    /// Counted into the current mode up to here.
+    counted_until: u64,
     /// On CPU since (counted into the current mode up to here).
     cpu_since: Option<u64>,
     /// Waiting since (counted into the current mode up to here).
     wait_since: Option<u64>,
-    /// CPU time of both modes when the process's last own slot started.
-    cpu_at_own_slot: u64,
+    /// The counters when the process's last own slot started.
+    at_own_slot: FcsCounters,
 }
 
 impl Default for FcsProfile {
@@ -136,10 +155,11 @@ impl Default for FcsProfile {
         Self {
             phase: Phase::MeasuringCs { slots_done: 0 },
             counters: FcsCounters::default(),
-            coscheduled: false,
+            counting: None,
+            counted_until: 0,
             cpu_since: None,
             wait_since: None,
-            cpu_at_own_slot: 0,
+            at_own_slot: FcsCounters::default(),
         }
     }
 }
@@ -156,22 +176,33 @@ impl FcsProfile {
 
     /// A slot of the process's own job starts: advance the measuring phase or
     /// classify again. A measuring slot counts for the phase it is run in
-    /// only if the process ran in it (at least [`MIN_RATE_CPU_NS`] of CPU
-    /// since its previous own slot started): a process that sleeps through
+    /// only if the process took part in it (at least [`MIN_RUN_NS`] of CPU or
+    /// one message in it; an I/O-bound process uses far less CPU than that
+    /// per slot and would never be classified): a process that sleeps through
     /// its first slots (waiting for its peers to start, reading its input)
     /// would otherwise be classified from empty counters as DC, and a DC
     /// process is never coscheduled again to show otherwise.
     pub fn own_slot_started(&mut self, params: &FcsParams) {
-        let cpu = self.counters.coscheduled.cpu_ns + self.counters.not_coscheduled.cpu_ns;
-        let ran = cpu.saturating_sub(self.cpu_at_own_slot) >= MIN_RATE_CPU_NS;
-        self.cpu_at_own_slot = cpu;
-        if !ran
-            && let Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } =
+        let total = |c: &FcsCounters| {
+            (
+                c.coscheduled.cpu_ns + c.not_coscheduled.cpu_ns,
+                c.coscheduled.comms + c.not_coscheduled.comms,
+            )
+        };
+        let ((cpu, comms), (cpu_before, comms_before)) =
+            (total(&self.counters), total(&self.at_own_slot));
+        let ran = cpu.saturating_sub(cpu_before) >= MIN_RUN_NS || comms > comms_before;
+        if !ran {
+            // The last own slot measured nothing: it is no measurement (its
+            // time would dilute the rates), and no measuring slot.
+            self.counters = self.at_own_slot;
+            if let Phase::MeasuringCs { slots_done } | Phase::MeasuringDc { slots_done } =
                 &mut self.phase
-        {
-            // The last own slot measured nothing: it does not count.
-            *slots_done = slots_done.saturating_sub(1);
+            {
+                *slots_done = slots_done.saturating_sub(1);
+            }
         }
+        self.at_own_slot = self.counters;
         self.phase = match self.phase {
             Phase::MeasuringCs { slots_done } if slots_done >= params.measure_cs_slots => {
                 if params.measure_dc_slots == 0 {
@@ -194,11 +225,12 @@ impl FcsProfile {
         }
     }
 
-    /// Switches the counters being fed at `now`.
-    pub fn set_coscheduled(&mut self, coscheduled: bool, now: u64) {
-        if self.coscheduled != coscheduled {
+    /// Switches the counters being fed at `now`: `Some(coscheduled)` in the
+    /// process's own slot, None outside it.
+    pub fn set_counting(&mut self, counting: Option<bool>, now: u64) {
+        if self.counting != counting {
             self.flush(now);
-            self.coscheduled = coscheduled;
+            self.counting = counting;
         }
     }
 
@@ -216,36 +248,44 @@ impl FcsProfile {
     }
 
     pub fn wait_ended(&mut self, now: u64) {
-        if let Some(since) = self.wait_since.take() {
-            let mode = self.mode();
+        let Some(since) = self.wait_since.take() else {
+            return;
+        };
+        if let Some(mode) = self.mode() {
             mode.wait_ns += now.saturating_sub(since);
             mode.waits += 1;
         }
     }
 
-    pub fn communicated(&mut self) {
-        self.mode().comms += 1;
+    /// `n` communication attempts (message arrivals).
+    pub fn communicated(&mut self, n: u64) {
+        if let Some(mode) = self.mode() {
+            mode.comms += n;
+        }
     }
 
-    /// Counts CPU and wait time up to `now` into the current mode.
+    /// Counts own-slot, CPU and wait time up to `now` into the current mode
+    /// (into none outside the process's own slots).
     fn flush(&mut self, now: u64) {
-        let (cpu_since, wait_since) = (self.cpu_since, self.wait_since);
-        let mode = self.mode();
-        if let Some(since) = cpu_since {
-            mode.cpu_ns += now.saturating_sub(since);
+        let (since, cpu_since, wait_since) = (self.counted_until, self.cpu_since, self.wait_since);
+        if let Some(mode) = self.mode() {
+            mode.time_ns += now.saturating_sub(since);
+            if let Some(since) = cpu_since {
+                mode.cpu_ns += now.saturating_sub(since);
+            }
+            if let Some(since) = wait_since {
+                mode.wait_ns += now.saturating_sub(since);
+            }
         }
-        if let Some(since) = wait_since {
-            mode.wait_ns += now.saturating_sub(since);
-        }
+        self.counted_until = self.counted_until.max(now);
         self.cpu_since = cpu_since.map(|s| s.max(now));
         self.wait_since = wait_since.map(|s| s.max(now));
     }
 
-    fn mode(&mut self) -> &mut ModeCounters {
-        if self.coscheduled {
-            &mut self.counters.coscheduled
-        } else {
-            &mut self.counters.not_coscheduled
+    fn mode(&mut self) -> Option<&mut ModeCounters> {
+        match self.counting? {
+            true => Some(&mut self.counters.coscheduled),
+            false => Some(&mut self.counters.not_coscheduled),
         }
     }
 }
@@ -260,6 +300,7 @@ mod tests {
             waits,
             wait_ns,
             cpu_ns: 1_000_000_000,
+            time_ns: 1_000_000_000,
         };
         FcsCounters {
             coscheduled: mode(cs),
@@ -295,16 +336,72 @@ mod tests {
     #[test]
     fn wait_and_cpu_split_at_mode_change() {
         let mut profile = FcsProfile::default();
-        profile.set_coscheduled(true, 0);
+        profile.set_counting(Some(true), 0);
         profile.switched_in(0);
         profile.wait_started(100);
-        profile.set_coscheduled(false, 300);
+        profile.set_counting(Some(false), 300);
         profile.wait_ended(400);
         profile.switched_out(1_000);
+        profile.set_counting(None, 1_000);
         assert_eq!(profile.counters.coscheduled.cpu_ns, 300);
         assert_eq!(profile.counters.coscheduled.wait_ns, 200);
+        assert_eq!(profile.counters.coscheduled.time_ns, 300);
         assert_eq!(profile.counters.not_coscheduled.cpu_ns, 700);
         assert_eq!(profile.counters.not_coscheduled.wait_ns, 100);
         assert_eq!(profile.counters.not_coscheduled.waits, 1);
+        assert_eq!(profile.counters.not_coscheduled.time_ns, 700);
+    }
+
+    /// Other jobs' slots count into neither mode: what the process does
+    /// there depends on how busy the node is with them.
+    #[test]
+    fn nothing_is_counted_outside_the_own_slots() {
+        let mut profile = FcsProfile::default();
+        profile.set_counting(Some(true), 0);
+        profile.switched_in(0);
+        profile.communicated(1);
+        profile.set_counting(None, 1_000);
+        profile.communicated(1);
+        profile.wait_started(1_500);
+        profile.wait_ended(1_800);
+        profile.switched_out(2_000);
+        profile.set_counting(Some(false), 5_000);
+        profile.set_counting(None, 6_000);
+        let c = profile.counters;
+        assert_eq!(
+            (
+                c.coscheduled.comms,
+                c.coscheduled.time_ns,
+                c.coscheduled.cpu_ns
+            ),
+            (1, 1_000, 1_000)
+        );
+        assert_eq!((c.not_coscheduled.comms, c.not_coscheduled.waits), (0, 0));
+        assert_eq!(
+            (c.not_coscheduled.time_ns, c.not_coscheduled.cpu_ns),
+            (1_000, 0)
+        );
+    }
+
+    /// An I/O-bound process: a few barriers per slot, each after a long
+    /// sleep, and as many whether its peers run at the same time or not. It
+    /// uses little CPU, more per message when it runs between other jobs
+    /// (cold caches), so per CPU second it looked CS; per second of its own
+    /// slots both modes are alike.
+    #[test]
+    fn io_bound_process_as_fast_without_coscheduling_is_dc() {
+        let p = FcsParams::default();
+        let mode = |comms: u64, cpu_ns: u64| ModeCounters {
+            comms,
+            waits: 0,
+            wait_ns: 0,
+            cpu_ns,
+            time_ns: 20_000_000,
+        };
+        let c = FcsCounters {
+            coscheduled: mode(4, 80_000),
+            not_coscheduled: mode(4, 160_000),
+        };
+        assert_eq!(classify(&c, &p), FcsClass::Dc);
     }
 }

@@ -52,6 +52,8 @@ struct FcsTask {
     spin_time: SpinTime,
     /// An F slot owner that spun past its spin time in this slot.
     yielded: bool,
+    /// Message arrivals counted so far (events and the kernel's counter).
+    arrivals_counted: u64,
 }
 
 /// The FCS policy.
@@ -116,6 +118,7 @@ impl FcsPolicy {
             profile: FcsProfile::default(),
             spin_time,
             yielded: false,
+            arrivals_counted: 0,
         };
         if self.tasks.get(&task).is_none_or(|t| t.job != job) {
             self.tasks.insert(task, entry);
@@ -127,7 +130,8 @@ impl FcsPolicy {
     fn message_for(&mut self, task: TaskId) {
         let now = self.now;
         if let Some(t) = self.tasks.get_mut(&task) {
-            t.profile.communicated();
+            t.profile.communicated(1);
+            t.arrivals_counted += 1;
             t.profile.wait_ended(now);
             t.yielded = false;
         }
@@ -156,6 +160,14 @@ impl FcsPolicy {
             };
             if missed_arrival {
                 self.message_for(snap.task);
+            }
+            // Arrivals no event reported (between two looks, the agent is not
+            // woken for each): the kernel's counter has them all.
+            if let Some(t) = self.tasks.get_mut(&snap.task)
+                && snap.arrivals > t.arrivals_counted
+            {
+                t.profile.communicated(snap.arrivals - t.arrivals_counted);
+                t.arrivals_counted = snap.arrivals;
             }
         }
     }
@@ -186,7 +198,7 @@ impl FcsPolicy {
                 t.yielded = true;
             }
             t.profile
-                .set_coscheduled(owns && class != FcsClass::Dc, now);
+                .set_counting(owns.then_some(class != FcsClass::Dc), now);
         }
         let owner_measures_dc = self.owner_measures_dc();
         let mut decisions: Vec<(TaskId, Level, Reason)> = self
@@ -311,7 +323,7 @@ impl LocalPolicy for FcsPolicy {
             Event::SlotStarted { owner, until, .. } => {
                 // Count what happened so far in the old slot's modes first.
                 for t in self.tasks.values_mut() {
-                    t.profile.set_coscheduled(false, now);
+                    t.profile.set_counting(None, now);
                 }
                 self.slot_started(owner, until);
             }

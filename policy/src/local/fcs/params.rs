@@ -19,19 +19,19 @@ pub struct FcsParams {
     pub measure_cs_slots: u32,
     /// Own slots it then runs as DC, counting C_DC and W_DC. Default 2.
     pub measure_dc_slots: u32,
-    /// A process with fewer message arrivals than this per second of its CPU
-    /// time, both coscheduled and not, "rarely communicates" and is DC.
+    /// A process with fewer message arrivals than this per second of its own
+    /// slots, both coscheduled and not, "rarely communicates" and is DC.
     /// Default 10: even a 1 ms wait per message then costs under 1 % of CPU.
-    pub rare_comm_per_cpu_sec: f64,
+    pub rare_comm_per_sec: f64,
     /// A mean wait per receive while coscheduled above this (µs) is "long":
     /// the process is F (frustrated). Default 1000: five context switches at
     /// seed 002's 200 µs, twice the default spin threshold.
     pub long_wait_us: u64,
-    /// A process whose message rate (per CPU second) coscheduled is at least
-    /// this multiple of its rate not coscheduled "communicates significantly
-    /// better while being coscheduled" and is CS. Default 1.5: two fine-grain
-    /// jobs time-sharing a node under plain Linux run about half as fast per
-    /// CPU second as gang-scheduled (slowdown 4.1 vs 2.04 here), a ratio
+    /// A process whose message rate (per second of its own slots) coscheduled
+    /// is at least this multiple of its rate not coscheduled "communicates
+    /// significantly better while being coscheduled" and is CS. Default 1.5:
+    /// two fine-grain jobs time-sharing a node under plain Linux run about
+    /// half as fast as gang-scheduled (slowdown 4.1 vs 2.04 here), a ratio
     /// right at 2, so 2.0 classified them DC about half the time.
     pub cs_dc_rate_ratio: f64,
     /// Spin time of an F slot owner before it yields, µs; with learning, used
@@ -55,7 +55,7 @@ impl Default for FcsParams {
             top_prio: 20,
             measure_cs_slots: 2,
             measure_dc_slots: 2,
-            rare_comm_per_cpu_sec: 10.0,
+            rare_comm_per_sec: 10.0,
             long_wait_us: 1_000,
             cs_dc_rate_ratio: 1.5,
             f_spin_us: 500,
@@ -69,10 +69,7 @@ impl Default for FcsParams {
 impl FcsParams {
     pub fn validate(&self) -> Result<(), ConfigError> {
         ConfigError::require_rt_prio("fcs.top_prio", self.top_prio)?;
-        ConfigError::require_finite_positive(
-            "fcs.rare_comm_per_cpu_sec",
-            self.rare_comm_per_cpu_sec,
-        )?;
+        ConfigError::require_finite_positive("fcs.rare_comm_per_sec", self.rare_comm_per_sec)?;
         ConfigError::require_positive("fcs.long_wait_us", self.long_wait_us)?;
         ConfigError::require_finite_positive("fcs.cs_dc_rate_ratio", self.cs_dc_rate_ratio)?;
         ConfigError::require_positive("fcs.f_spin_us", self.f_spin_us)?;

@@ -221,6 +221,64 @@ fn fcs_back_to_back_slots_do_not_flap_levels() {
     assert_eq!(t2, vec![Level::Demote, TOP, Level::Demote]);
 }
 
+/// The agent looks every millisecond and is not woken per arrival: the
+/// arrivals between two looks come from the kernel's counter, all of them,
+/// once each (an arrival an event already reported is not counted again).
+#[test]
+fn fcs_counts_every_arrival_between_two_looks_once() {
+    let mut h = fcs(FcsParams::default());
+    h.slot(Some(JA), 0, SLOT);
+    h.run(T1, 0, us(10));
+    h.spin(T1, us(20));
+    h.arrive(T1, us(30), true); // reported as an event: counted once
+    let mut look = message_pending_off_cpu(T1, us(900), false, T1);
+    look.tasks[0].on_cpu = true;
+    look.tasks[0].arrivals = 500; // the kernel counted 499 more
+    h.tick_with(ms(1), &look);
+    look.tasks[0].arrivals = 800;
+    h.tick_with(ms(2), &look);
+    h.slot(Some(JB), SLOT, 2 * SLOT);
+    let c = h.policy.profile_of(T1).unwrap().counters;
+    assert_eq!(c.coscheduled.comms, 800, "{c:?}");
+    assert_eq!(c.not_coscheduled.comms, 0);
+}
+
+/// An I/O-bound barrier process: in each of its slots it wakes from I/O,
+/// runs 30 µs, waits 50 µs for its peer's barrier message, and sleeps again
+/// — far under a millisecond of CPU per slot, as many messages run as CS or
+/// as DC.
+fn io_bound_slot(h: &mut Harness<FcsPolicy>, start: u64) {
+    h.slot(Some(JA), start, start + SLOT);
+    for step in 0..2u64 {
+        let t = start + us(100) + step * ms(5);
+        h.run(T1, 0, t);
+        h.spin(T1, t + us(30));
+        h.arrive(T1, t + us(80), true);
+        h.receive(T1, t + us(82));
+        h.sleep(T1, t + us(90));
+    }
+}
+
+#[test]
+fn fcs_io_bound_process_that_communicates_as_well_uncoscheduled_is_dc() {
+    let mut h = fcs(FcsParams::default()); // 2 CS slots, then 2 DC slots
+    for k in 0..5u64 {
+        io_bound_slot(&mut h, 2 * k * SLOT);
+        slot_with_traffic(&mut h, JB, (2 * k + 1) * SLOT, Some(T2), 0, 0);
+    }
+    assert_eq!(
+        h.policy.profile_of(T1).unwrap().phase,
+        Phase::Classified(FcsClass::Dc),
+        "measured in every slot it took part in (not stuck measuring as CS, \
+         demoted outside its slots), and no better coscheduled"
+    );
+    // DC: its original attributes in every slot, so it fills gaps.
+    io_bound_slot(&mut h, 10 * SLOT);
+    assert_eq!(h.level(T1), Level::Normal);
+    h.slot(Some(JB), 11 * SLOT, 12 * SLOT);
+    assert_eq!(h.level(T1), Level::Normal);
+}
+
 #[test]
 fn fcs_process_asleep_through_its_first_slots_is_measured_once_it_runs() {
     let mut h = fcs(FcsParams::default()); // 2 CS slots, then 2 DC slots
