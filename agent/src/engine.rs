@@ -474,7 +474,8 @@ impl<K: Kernel> Engine<K> {
 
     /// A tick far behind its schedule means the agent itself did not get
     /// its CPU (real-time throttling, a higher-priority task, a blocking
-    /// call): every decision waited that long. Counted and logged.
+    /// call) or its loop did not run the tick: every decision waited that
+    /// long. Counted and logged.
     fn note_late_tick(&mut self, now: u64) {
         let last = self.driver.last_tick();
         let due = last.saturating_add(self.driver.tick_ns());
