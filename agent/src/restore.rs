@@ -375,16 +375,11 @@ mod tests {
     /// event loop for a second on a slow disk).
     #[test]
     fn journal_is_written_at_adoption_not_on_the_policy_path() {
-        let dir = std::env::temp_dir().join(format!("cosched-journal-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let journal = dir.join("restore.json");
         let mut k = FakeKernel::default();
         k.spawn(10, SchedAttr::other(0));
         k.spawn(11, SchedAttr::other(0));
         k.tasks.get_mut(&10).unwrap().group_nice = 3;
-        let mut l = RestoreLedger::new(Some(journal.clone()));
-        l.record(&k, 10).unwrap();
-        l.record(&k, 11).unwrap();
+        let (_dir, journal, mut l) = journaled_ledger_of_10_and_11(&k);
         let written = RestoreLedger::load(&journal).unwrap();
         assert_eq!(written.get(10).unwrap().group_nice, Some(3));
         fs::remove_file(&journal).unwrap();
@@ -395,7 +390,19 @@ mod tests {
         l.flush().unwrap();
         let after = RestoreLedger::load(&journal).unwrap();
         assert!(after.get(10).is_some() && after.get(11).is_none());
-        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A ledger journaling into a fresh directory (removed with the returned
+    /// guard), with tasks 10 and 11 of `k` recorded.
+    fn journaled_ledger_of_10_and_11(
+        k: &FakeKernel,
+    ) -> (tempfile::TempDir, PathBuf, RestoreLedger) {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("restore.json");
+        let mut l = RestoreLedger::new(Some(journal.clone()));
+        l.record(k, 10).unwrap();
+        l.record(k, 11).unwrap();
+        (dir, journal, l)
     }
 
     /// A strict gang switch is announced ahead of its time: the journal is
@@ -403,15 +410,10 @@ mod tests {
     /// nothing (a write there delayed the slice).
     #[test]
     fn stops_announced_ahead_write_the_journal_before_the_switch_not_at_it() {
-        let dir = std::env::temp_dir().join(format!("cosched-may-stop-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
-        let journal = dir.join("restore.json");
         let mut k = FakeKernel::default();
         k.spawn(10, SchedAttr::other(0));
         k.spawn(11, SchedAttr::other(0));
-        let mut l = RestoreLedger::new(Some(journal.clone()));
-        l.record(&k, 10).unwrap();
-        l.record(&k, 11).unwrap();
+        let (_dir, journal, mut l) = journaled_ledger_of_10_and_11(&k);
         l.may_stop([10, 11, 12]).unwrap();
         let written = RestoreLedger::load(&journal).unwrap();
         assert!(written.get(10).unwrap().ever_stopped && written.get(11).unwrap().ever_stopped);
@@ -424,7 +426,6 @@ mod tests {
         l.will_stop(&k, 11).unwrap();
         l.may_stop([10, 11]).unwrap();
         assert!(!journal.exists(), "the switch wrote the journal");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
