@@ -206,9 +206,9 @@ pub struct Settings {
     pub wake_on_spin_start: u32,
     /// Otherwise wake the agent only once this many bytes are queued (batching).
     pub wake_batch_bytes: u32,
-    /// The agent's event-loop thread: an arrival for a task it preempted is
-    /// not worth waking it for (it is running, and drains before sleeping).
-    pub agent_tid: u32,
+    /// Unused, zero (was the agent's thread id: arrivals now wake the agent
+    /// even while it runs, see `wake_for_offcpu_arrival` in the programs).
+    pub reserved: u32,
 }
 const _: () = assert!(core::mem::size_of::<Settings>() == 16);
 

@@ -328,21 +328,6 @@ pub fn sock_send_length(ctx: TracePointContext) -> u32 {
     0
 }
 
-/// Whether a reported arrival for ready off-CPU task `tid` (which last ran on
-/// `cpu`) must wake the agent now: not when the task is already boosted (it
-/// runs as soon as it can), nor when the agent itself holds that CPU (it
-/// drains the ring before it sleeps).
-#[inline(always)]
-fn wake_for_offcpu_arrival(tid: u32, cpu: u32, agent_tid: u32) -> bool {
-    if watched(tid, watch_flags::BOOSTED) {
-        return false;
-    }
-    match CPU_CURRENT.get(cpu) {
-        Some(slot) => agent_tid == 0 || slot.tid != agent_tid,
-        None => true,
-    }
-}
-
 #[tracepoint(category = "sock", name = "sk_data_ready")]
 pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     let sk: u64 = field(&ctx, layout::DATA_READY_SK);
@@ -378,8 +363,15 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     // (spin-block) is a decision wherever it is: its wait is over. Every
     // other arrival is only counted (above): the agent reads the counters at
     // its tick, so the ring (and the agent's drain) sees no per-message cost.
+    //
+    // A receiver already boosted runs as soon as it can: its arrivals are
+    // only counted too. (They used to be queued without a wakeup; read
+    // whenever the agent next woke, 0.5–2 ms later, they were stale — the
+    // boost had ended, the message was read — yet re-boosted the task, and
+    // made the 1–2 ms tail of DCS's reaction latency.)
     let s = settings();
     let ready_off_cpu = !on_cpu
+        && !watched(tid, watch_flags::BOOSTED)
         && match s.wake_on_offcpu_arrival {
             offcpu_arrival::WAITING => t.spin_episode_start_ns != 0,
             offcpu_arrival::READY => t.last_out_preempted != 0 || t.spin_episode_start_ns != 0,
@@ -397,10 +389,10 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
         ts_ns: now,
         arg: sk,
     };
-    emit(
-        &ev,
-        held || wake_for_offcpu_arrival(tid, t.cpu, s.agent_tid),
-    );
+    // Every record here is a decision: wake the agent (also when it holds
+    // the task's CPU: it may be past its last look at the ring, about to
+    // sleep; waking a running agent costs no context switch).
+    emit(&ev, true);
     0
 }
 

@@ -126,8 +126,7 @@ fn settings_for(cfg: &Config) -> Settings {
         },
         wake_on_spin_start: 0,
         wake_batch_bytes: cfg.ebpf.wake_batch_bytes,
-        // SAFETY: plain syscall; the event loop runs on the calling (main) thread.
-        agent_tid: unsafe { libc::gettid() } as u32,
+        reserved: 0,
     }
 }
 
