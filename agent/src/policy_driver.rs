@@ -24,8 +24,9 @@ const QUIET_AFTER_NS: u64 = 10_000_000;
 /// cost the tick-driven policies 7–8 % of slowdown at MPL 3. A spin that
 /// starts meanwhile is seen at the next tick, at most `QUIET_TICK_FACTOR`
 /// ticks late. PB asks for its period only while a task spins (or its own
-/// boost runs). FCS keeps its 1 ms tick: its counters are built from the
-/// ticks' switch events.
+/// boost runs). FCS keeps its 1 ms tick while it knows a gang slot: its
+/// counters are built from the ticks' switch events
+/// ([`LocalPolicy::counts_every_tick`]).
 const QUIET_TICK_FACTOR: u64 = 10;
 
 pub struct PolicyDriver {
@@ -197,8 +198,9 @@ impl PolicyDriver {
     /// spin, [`QUIET_TICK_FACTOR`] times longer after [`QUIET_AFTER_NS`]
     /// without a spin.
     pub fn tick_ns(&self) -> u64 {
-        let quiet_allowed = self.kind != PolicyKind::Fcs;
-        if !quiet_allowed || self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS {
+        if self.policy.counts_every_tick()
+            || self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS
+        {
             self.tick_ns
         } else {
             self.tick_ns * QUIET_TICK_FACTOR
@@ -382,7 +384,18 @@ mod tests {
             PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Fcs), 1000).unwrap();
         fcs.tick(ms, &[(7, quiet)], &[]);
         fcs.tick(20 * ms, &[(7, quiet)], &[]);
-        assert_eq!(fcs.tick_ns(), ms, "FCS counts from every tick");
+        assert_eq!(
+            fcs.tick_ns(),
+            10 * ms,
+            "FCS without gang slots only observes"
+        );
+        fcs.slot_started(21 * ms, Some(3), 31 * ms);
+        fcs.tick(22 * ms, &[(7, quiet)], &[]);
+        assert_eq!(
+            fcs.tick_ns(),
+            ms,
+            "FCS counts from every tick in gang slots"
+        );
     }
 
     #[test]

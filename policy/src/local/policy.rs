@@ -45,6 +45,13 @@ pub trait LocalPolicy: Send + fmt::Debug {
         false
     }
 
+    /// The policy builds its state from every tick, spinning tasks or not
+    /// (FCS inside gang slots counts from them): the driver must not slow
+    /// its tick down while no task spins.
+    fn counts_every_tick(&self) -> bool {
+        false
+    }
+
     /// The class the policy put `task` in, for operators (FCS: `cs`, `f`,
     /// `dc`); None for policies without classes.
     fn task_class(&self, _task: TaskId) -> Option<&'static str> {
@@ -80,6 +87,10 @@ impl<P: LocalPolicy + ?Sized> LocalPolicy for Box<P> {
 
     fn uses_snapshots(&self) -> bool {
         (**self).uses_snapshots()
+    }
+
+    fn counts_every_tick(&self) -> bool {
+        (**self).counts_every_tick()
     }
 
     fn task_class(&self, task: TaskId) -> Option<&'static str> {
