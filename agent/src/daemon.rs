@@ -281,10 +281,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 let mut guard = guard?;
                 d.engine.metrics.event_wakeups.inc();
                 d.engine.handle_events(monotonic_ns());
+                // Records that come after this point are taken by the drain
+                // at the end of the loop, after the readiness is cleared.
                 guard.clear_ready();
-                // Records queued without a wakeup while we worked (the
-                // programs do not wake a running agent) are taken now.
-                d.engine.handle_events(monotonic_ns());
             }
             _ = policy_timer => d.engine.policy_tick(),
             Some(token) = recv_opt(&mut switch_rx) => d.on_switch_due(token),
@@ -299,10 +298,11 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 }
             }
         }
-        // Records the programs queued without a wakeup while the agent held
-        // a CPU (they count on it to look before it sleeps) are taken now,
-        // not at the next tick: those waits were the 1–2 ms tail of DCS's
-        // reaction latency. Reading an empty ring costs no system call.
+        // Whatever woke the loop, the ring is read once more before it
+        // sleeps: records queued without a wakeup (forks, exits, batches)
+        // and records that came while a branch ran, after the readiness was
+        // last cleared, are taken now rather than at the next tick. Reading
+        // an empty ring costs no system call.
         d.engine.handle_events(monotonic_ns());
         // A tick already due runs now, whichever branch woke the loop: under
         // a stream of eBPF wakeups (one every ~80 µs with FCS) the timer

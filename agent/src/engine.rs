@@ -551,8 +551,7 @@ impl<K: Kernel> Engine<K> {
     /// now and once for all, that every managed task may be stopped, so the
     /// switch itself writes nothing (see restore.rs).
     pub fn prepare_to_stop(&mut self) {
-        let tids: Vec<u32> = self.reg.tasks().map(|(t, _)| t).collect();
-        if let Err(e) = self.ledger.may_stop(tids) {
+        if let Err(e) = self.ledger.may_stop(self.reg.tasks().map(|(t, _)| t)) {
             // The switch's own write-ahead (`will_stop`) tries again.
             tracing::warn!("restore journal: {e}");
         }

@@ -5,8 +5,9 @@
 //!
 //! An entry is written when the agent starts managing a task, *before* any
 //! change to it (write-ahead), and again only when the agent may first stop
-//! the task (when a strict gang switch is announced, ahead of its time). Writing can block on a slow disk (measured: the event loop stuck
-//! for 1–2 s in `submit_bio_wait` when the first boost of a run wrote it), so
+//! the task (when a strict gang switch is announced, ahead of its time).
+//! Writing can block on a slow disk (measured: the event loop stuck for
+//! 1–2 s in `submit_bio_wait` when the first boost of a run wrote it), so
 //! nothing a policy does per message or per tick writes the journal: the
 //! original attributes and autogroup nice are recorded at adoption, and
 //! entries of exited tasks are dropped lazily (a stale entry is harmless:
