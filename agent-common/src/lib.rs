@@ -194,7 +194,10 @@ pub struct Event {
 }
 const _: () = assert!(core::mem::size_of::<Event>() == 32);
 
-/// Load-time settings the agent writes into the one-element `SETTINGS` array.
+/// Settings the agent writes into the one-element `SETTINGS` array (at load
+/// and whenever its policy changes). Which arrivals and spin starts wake the
+/// agent is decided in one place on the agent's side (the policy's wake-up
+/// interest); per-task requests go through the `WATCH` map.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
@@ -202,15 +205,11 @@ pub struct Settings {
     /// waking the agent (what DCS reacts to): one of [`offcpu_arrival`].
     /// Every other arrival is only counted.
     pub wake_on_offcpu_arrival: u32,
-    /// Wake the agent when a managed task starts a spin episode (what PB/SB react to).
-    pub wake_on_spin_start: u32,
-    /// Otherwise wake the agent only once this many bytes are queued (batching).
+    /// Records that need no immediate decision (forks, exits) wake the agent
+    /// only once this many bytes are queued (0: a quarter of the ring).
     pub wake_batch_bytes: u32,
-    /// Unused, zero (was the agent's thread id: arrivals now wake the agent
-    /// even while it runs, see `wake_for_offcpu_arrival` in the programs).
-    pub reserved: u32,
 }
-const _: () = assert!(core::mem::size_of::<Settings>() == 16);
+const _: () = assert!(core::mem::size_of::<Settings>() == 8);
 
 /// Values of [`Settings::wake_on_offcpu_arrival`].
 pub mod offcpu_arrival {

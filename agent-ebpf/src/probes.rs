@@ -292,7 +292,7 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
         } else if t.spin_episode_start_ns == 0 {
             // A new episode (not one resumed after a preemption).
             t.spin_episode_start_ns = now;
-            if settings().wake_on_spin_start != 0 || watched(tid, watch_flags::SPIN_START) {
+            if watched(tid, watch_flags::SPIN_START) {
                 let ev = Event {
                     kind: event_kind::SPIN_START,
                     tid,

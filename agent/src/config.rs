@@ -236,8 +236,11 @@ impl Config {
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 8] = [
+        let immutable: [(&'static str, bool); 9] = [
             ("node", self.node != new.node),
+            // The agent pinned itself to its CPUs at start and the tasks it
+            // manages were checked against them.
+            ("cpus", self.cpus != new.cpus),
             ("metrics_listen", self.metrics_listen != new.metrics_listen),
             ("control_socket", self.control_socket != new.control_socket),
             ("state_dir", self.state_dir != new.state_dir),
@@ -253,6 +256,18 @@ impl Config {
         ];
         match immutable.into_iter().find(|(_, changed)| *changed) {
             Some((field, _)) => Err(ConfigError::Immutable(field)),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the config against the machine the agent runs on: every CPU
+    /// in `cpus` must be online (`online`: how many CPUs are, numbered from 0).
+    pub fn check_machine(&self, online: u32) -> Result<(), ConfigError> {
+        match self.cpus.iter().find(|&&c| c >= online) {
+            Some(c) => Err(ConfigError::Invalid(format!(
+                "cpus: CPU {c} does not exist on this machine (CPUs 0..={})",
+                online.saturating_sub(1)
+            ))),
             None => Ok(()),
         }
     }
@@ -283,6 +298,20 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_must_exist_on_the_machine_and_cannot_change_by_reload() {
+        let c = Config::parse("node = \"n0\"\ncpus = [200]", "t").unwrap();
+        let e = c.check_machine(2).unwrap_err();
+        assert!(e.to_string().contains("CPU 200 does not exist"), "{e}");
+        let ok = Config::parse("node = \"n0\"\ncpus = [1]", "t").unwrap();
+        assert!(ok.check_machine(2).is_ok());
+        let moved = Config::parse("node = \"n0\"\ncpus = [0]", "t").unwrap();
+        assert!(matches!(
+            ok.check_reload(&moved),
+            Err(ConfigError::Immutable("cpus"))
+        ));
+    }
 
     #[test]
     fn minimal_config_gets_documented_defaults() {

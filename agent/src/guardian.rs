@@ -21,9 +21,22 @@ use crate::{kernel::linux::Procfs, restore::RestoreLedger};
 /// The fd the guardian watches.
 const WATCH_FD: i32 = 3;
 
-/// Starts the guardian for `journal`. The returned fd must stay open for the
-/// agent's whole life (dropping it tells the guardian the agent is gone).
-pub fn spawn(journal: &Path) -> anyhow::Result<OwnedFd> {
+/// A running guardian: keep it for the agent's whole life (dropping it tells
+/// the guardian the agent is gone).
+pub struct Guardian {
+    _pipe: OwnedFd,
+    pid: u32,
+}
+
+impl Guardian {
+    /// Its process id (never adopted into a job).
+    pub fn pid(&self) -> Option<u32> {
+        Some(self.pid)
+    }
+}
+
+/// Starts the guardian for `journal`.
+pub fn spawn(journal: &Path) -> anyhow::Result<Guardian> {
     let mut fds = [0; 2];
     // SAFETY: valid array; O_CLOEXEC so job processes never inherit the write end.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -53,7 +66,10 @@ pub fn spawn(journal: &Path) -> anyhow::Result<OwnedFd> {
     let child = cmd.spawn().context("starting the guardian")?;
     drop(rd);
     tracing::debug!(pid = child.id(), "guardian started");
-    Ok(wr)
+    Ok(Guardian {
+        _pipe: wr,
+        pid: child.id(),
+    })
 }
 
 /// Guardian main: wait for the agent to go away, then restore.

@@ -3,10 +3,13 @@
 //! Layout (data flows top to bottom):
 //! - [`ebpf`], [`tracefs`]: loading the programs and reading their maps.
 //! - [`kernel`]: the one seam to the kernel (real and fake).
-//! - [`engine`]: the synchronous core (registry, policy, enforcement).
+//! - [`engine`]: the synchronous core (registry, policy, realisation plans).
+//! - [`adoption`], [`wakeup`]: pure rules the engine applies (what may be
+//!   adopted; what the eBPF side must report).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
+pub mod adoption;
 pub mod config;
 pub mod control;
 pub mod coord;
@@ -23,3 +26,4 @@ pub mod policy_driver;
 pub mod registry;
 pub mod restore;
 pub mod tracefs;
+pub mod wakeup;

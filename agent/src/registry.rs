@@ -7,10 +7,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cosched_agent_common::TaskStats;
+use cosched_policy::local::{Level, Reason};
 use cosched_proto::{
     control::{JobInfo, JobState, JobStats},
     job::{JobId, SchedRequest},
 };
+
+use crate::engine::plan::Realisation;
 
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -70,10 +73,16 @@ impl LatencySamples {
     }
 }
 
+/// Everything the agent knows and decided about one managed task (thread).
+/// Forgetting a task drops all of it at once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskEntry {
+pub struct TaskState {
     pub job: JobId,
     pub tgid: u32,
+    /// What the local policy wants for the task, and why (None: Normal).
+    pub wanted: Option<(Level, Reason)>,
+    /// How the task is realised now: level, attributes, cgroup, watch flags.
+    pub realised: Realisation,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -91,7 +100,7 @@ pub enum RegistryError {
 #[derive(Debug, Default)]
 pub struct Registry {
     jobs: BTreeMap<JobId, Job>,
-    tasks: BTreeMap<u32, TaskEntry>,
+    tasks: BTreeMap<u32, TaskState>,
     finished_counter: u64,
 }
 
@@ -142,12 +151,30 @@ impl Registry {
         self.jobs.get_mut(&id)
     }
 
-    pub fn task(&self, tid: u32) -> Option<TaskEntry> {
-        self.tasks.get(&tid).copied()
+    pub fn task(&self, tid: u32) -> Option<&TaskState> {
+        self.tasks.get(&tid)
     }
 
-    pub fn tasks(&self) -> impl Iterator<Item = (u32, TaskEntry)> + '_ {
-        self.tasks.iter().map(|(&t, &e)| (t, e))
+    pub fn task_mut(&mut self, tid: u32) -> Option<&mut TaskState> {
+        self.tasks.get_mut(&tid)
+    }
+
+    pub fn tasks(&self) -> impl Iterator<Item = (u32, &TaskState)> + '_ {
+        self.tasks.iter().map(|(&t, e)| (t, e))
+    }
+
+    /// The managed tasks' ids, in order (a copy: callers change tasks while
+    /// walking them).
+    pub fn task_ids(&self) -> Vec<u32> {
+        self.tasks.keys().copied().collect()
+    }
+
+    /// The live tasks of one job.
+    pub fn tasks_of(&self, job: JobId) -> Vec<u32> {
+        self.jobs
+            .get(&job)
+            .map(|j| j.live.iter().copied().collect())
+            .unwrap_or_default()
     }
 
     pub fn task_count(&self) -> usize {
@@ -198,13 +225,22 @@ impl Registry {
         Ok(())
     }
 
-    /// A task of `job` is now tracked. Returns false if the job is unknown.
-    pub fn add_task(&mut self, job: JobId, tid: u32, tgid: u32) -> bool {
+    /// A task of `job` is now tracked, realised as `realised`. Returns false
+    /// if the job is unknown.
+    pub fn add_task(&mut self, job: JobId, tid: u32, tgid: u32, realised: Realisation) -> bool {
         let Some(j) = self.jobs.get_mut(&job) else {
             return false;
         };
         j.live.insert(tid);
-        self.tasks.insert(tid, TaskEntry { job, tgid });
+        self.tasks.insert(
+            tid,
+            TaskState {
+                job,
+                tgid,
+                wanted: None,
+                realised,
+            },
+        );
         true
     }
 
@@ -304,6 +340,10 @@ impl Registry {
 mod tests {
     use super::*;
 
+    fn untouched() -> Realisation {
+        Realisation::untouched(crate::kernel::SchedAttr::other(0))
+    }
+
     fn stats(oncpu_ns: u64, arrivals: u64) -> TaskStats {
         TaskStats {
             oncpu_ns,
@@ -315,8 +355,8 @@ mod tests {
     fn registry_with_job() -> Registry {
         let mut r = Registry::default();
         r.add_job(1, "a", 0, None, 8).unwrap();
-        r.add_task(1, 100, 100);
-        r.add_task(1, 101, 100);
+        r.add_task(1, 100, 100, untouched());
+        r.add_task(1, 101, 100, untouched());
         r
     }
 

@@ -36,6 +36,9 @@ pub enum Request {
     Cancel { job_id: JobId },
     /// Drop a finished job's record and its metric series.
     Forget { job_id: JobId },
+    /// Hand a running job back: every task gets back what the agent changed
+    /// and is no longer managed; its processes keep running.
+    Release { job_id: JobId },
     /// Agent status.
     Status,
     /// Reload the config file (same path as SIGHUP and file change).
@@ -47,6 +50,7 @@ pub enum Request {
 pub enum Reply {
     Launched { job_id: JobId, pid: u32 },
     Adopted { job_id: JobId, tasks: u32 },
+    Released { job_id: JobId, tasks: u32 },
     Jobs { jobs: Vec<JobInfo> },
     Job { job: JobInfo },
     Done,

@@ -32,3 +32,26 @@ mod tests;
 
 pub use config::CoordinatorConfig;
 pub use node::{Action, CoordNode, CoordReceivers};
+
+use crate::{engine::Engine, kernel::Kernel};
+
+/// Carries out, in order, the node side's actions that are for the engine
+/// (gang overlay, slots, journal, switch reports) and returns the others
+/// (launches, cancels, policy changes) for the daemon.
+pub fn apply_to_engine<K: Kernel>(
+    node: &mut CoordNode,
+    engine: &mut Engine<K>,
+    actions: Vec<Action>,
+) -> Vec<Action> {
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            Action::SetGang(gang) => engine.set_gang(gang),
+            Action::SlotStarted { owner, until_ns } => engine.slot_started(owner, until_ns),
+            Action::PrepareToStop => engine.prepare_to_stop(),
+            Action::Switched(switch) => node.switched(engine, &switch),
+            other => rest.push(other),
+        }
+    }
+    rest
+}

@@ -30,7 +30,10 @@ use super::{
     timer::SwitchTimer,
 };
 use crate::{
-    config::Config, daemon::monotonic_ns, engine::Engine, kernel::Kernel, registry::task_totals,
+    config::Config,
+    daemon::monotonic_ns,
+    engine::{Engine, Gang},
+    kernel::Kernel,
 };
 
 /// The quantum number that marks a `UtilReport` as the inventory of
@@ -47,6 +50,15 @@ pub enum Action {
     /// The local policy to run changed ([`CoordNode::local_policy`]) or gang
     /// mode started or ended: re-apply the policy and the agent's priority.
     PolicyChanged,
+    /// Enter, change or leave (None) the gang overlay.
+    SetGang(Option<Gang>),
+    /// A gang slot started (FCS): `owner` runs until `until_ns`.
+    SlotStarted { owner: Option<JobId>, until_ns: u64 },
+    /// A strict switch was announced: journal that every task may stop.
+    PrepareToStop,
+    /// A switch was enforced (the actions before this one): report it with
+    /// [`CoordNode::switched`].
+    Switched(Box<SwitchSlice>),
 }
 
 /// The receivers the daemon's main loop selects on.
@@ -81,12 +93,13 @@ impl CoordNode {
         coordinator: &CoordinatorConfig,
         node_cpus: Vec<u32>,
         registry: &prometheus::Registry,
+        autogroup: bool,
     ) -> anyhow::Result<(Self, CoordReceivers)> {
         let metrics = CoordMetrics::register(registry)?;
         if let Some(warning) = demotion_warning(
             coordinator.stop_inactive,
             config.demote_cpu_cgroup.is_some(),
-            autogroup_enabled(),
+            autogroup,
         ) {
             tracing::warn!("{warning}");
         }
@@ -158,12 +171,12 @@ impl CoordNode {
 
     pub fn on_link_event<K: Kernel>(
         &mut self,
-        engine: &mut Engine<K>,
+        engine: &Engine<K>,
         event: LinkEvent,
     ) -> Vec<Action> {
         match event {
             LinkEvent::Up => self.joined(engine),
-            LinkEvent::Down { .. } => self.left(engine),
+            LinkEvent::Down { .. } => self.left(),
             LinkEvent::Message(message) => self.on_message(engine, message),
         }
     }
@@ -176,12 +189,7 @@ impl CoordNode {
             self.link.send(exit);
         }
         // The inventory: coordinator jobs still running here.
-        self.jobs.retain(|&job, _| {
-            engine
-                .reg
-                .job(job)
-                .is_some_and(|record| record.state == JobState::Running)
-        });
+        self.jobs.retain(|&job, _| engine.job_running(job));
         let jobs = self
             .jobs
             .keys()
@@ -197,7 +205,7 @@ impl CoordNode {
 
     /// The coordinator is gone: leave gang mode, the local policy (as
     /// configured) runs alone until it comes back.
-    fn left<K: Kernel>(&mut self, engine: &mut Engine<K>) -> Vec<Action> {
+    fn left(&mut self) -> Vec<Action> {
         self.connected = false;
         self.metrics.connected.set(0);
         self.metrics.link_events.with_label_values(&["down"]).inc();
@@ -206,12 +214,11 @@ impl CoordNode {
         self.quanta.reset();
         self.mode = Mode::default();
         self.local_override = None;
-        engine.set_gang(None);
         self.metrics.gang_mode.set(0);
-        vec![Action::PolicyChanged]
+        vec![Action::SetGang(None), Action::PolicyChanged]
     }
 
-    fn on_message<K: Kernel>(&mut self, engine: &mut Engine<K>, message: Message) -> Vec<Action> {
+    fn on_message<K: Kernel>(&mut self, engine: &Engine<K>, message: Message) -> Vec<Action> {
         match message {
             Message::SetPolicy(set) => match parse_set_policy(&set.policy) {
                 Ok(PolicyCommand::Global { mode, local }) => {
@@ -225,8 +232,8 @@ impl CoordNode {
                     // when the policy changes right after the last job
                     // ended and new jobs arrive before the next slice.
                     if mode != Mode::Gang {
-                        engine.set_gang(None);
                         self.metrics.gang_mode.set(0);
+                        return vec![Action::SetGang(None), Action::PolicyChanged];
                     }
                     vec![Action::PolicyChanged]
                 }
@@ -242,20 +249,13 @@ impl CoordNode {
             },
             Message::LaunchJob(launch) => self.on_launch(engine, &launch),
             Message::CancelJob(cancel) => {
-                let running = engine
-                    .reg
-                    .job(cancel.job_id)
-                    .is_some_and(|job| job.state == JobState::Running);
-                if running {
+                if engine.job_running(cancel.job_id) {
                     vec![Action::Cancel(cancel.job_id)]
                 } else {
                     Vec::new()
                 }
             }
-            Message::SwitchSlice(switch) => {
-                self.on_switch(engine, switch);
-                Vec::new()
-            }
+            Message::SwitchSlice(switch) => self.on_switch(switch),
             Message::Error(report) => {
                 tracing::warn!(reason = %report.reason, "the coordinator reported an error");
                 Vec::new()
@@ -273,7 +273,6 @@ impl CoordNode {
 
     fn on_launch<K: Kernel>(&mut self, engine: &Engine<K>, launch: &LaunchJob) -> Vec<Action> {
         let already = engine
-            .reg
             .job(launch.job_id)
             .is_some_and(|job| job.state == JobState::Running && job.rank == launch.rank);
         if already && self.jobs.contains_key(&launch.job_id) {
@@ -302,7 +301,7 @@ impl CoordNode {
             let Some(rank) = self.jobs.remove(&job) else {
                 continue;
             };
-            let status = match engine.reg.job(job).map(|record| &record.state) {
+            let status = match engine.job(job).map(|record| &record.state) {
                 Some(JobState::Exited {
                     signal: Some(signal),
                     ..
@@ -329,15 +328,16 @@ impl CoordNode {
         self.exits.record(exit, sent);
     }
 
-    fn on_switch<K: Kernel>(&mut self, engine: &mut Engine<K>, switch: SwitchSlice) {
+    fn on_switch(&mut self, switch: SwitchSlice) -> Vec<Action> {
         let now = monotonic_ns();
         let timing = timing(&switch, now, self.last_applied);
         let will_stop = self.mode == Mode::Gang && self.config.stop_inactive;
+        let mut actions = Vec::new();
         if will_stop
             && !switch.rows.is_empty()
             && matches!(timing, Timing::At(_) | Timing::Now { .. })
         {
-            engine.prepare_to_stop();
+            actions.push(Action::PrepareToStop);
         }
         match timing {
             Timing::At(at) => {
@@ -353,7 +353,7 @@ impl CoordNode {
                     "switch arrived late; applying now"
                 );
                 self.metrics.switches.with_label_values(&["late"]).inc();
-                self.apply(engine, switch);
+                actions.extend(self.apply(switch));
             }
             Timing::Skip { late_ns } => {
                 tracing::debug!(
@@ -376,22 +376,25 @@ impl CoordNode {
                 });
             }
         }
+        actions
     }
 
     /// The timer fired `token`: apply its switch now.
-    pub fn on_switch_due<K: Kernel>(&mut self, engine: &mut Engine<K>, token: u64) {
-        if let Some(switch) = self.pending.remove(&token) {
-            self.apply(engine, switch);
+    pub fn on_switch_due(&mut self, token: u64) -> Vec<Action> {
+        match self.pending.remove(&token) {
+            Some(switch) => self.apply(switch),
+            None => Vec::new(),
         }
     }
 
-    fn apply<K: Kernel>(&mut self, engine: &mut Engine<K>, switch: SwitchSlice) {
+    /// What enforcing `switch` takes, followed by [`Action::Switched`].
+    fn apply(&mut self, switch: SwitchSlice) -> Vec<Action> {
         if self
             .last_applied
             .is_some_and(|(epoch, slice)| epoch == switch.epoch && switch.slice <= slice)
         {
             self.metrics.switches.with_label_values(&["stale"]).inc();
-            return;
+            return Vec::new();
         }
         self.slice_length.observe(&switch);
         let plan = enforcement(
@@ -400,20 +403,27 @@ impl CoordNode {
             self.config.stop_inactive,
             self.slice_length.get(),
         );
-        match plan {
+        let mut actions = match plan {
             Enforcement::LeaveGang => {
-                engine.set_gang(None);
                 self.metrics.gang_mode.set(0);
+                vec![Action::SetGang(None)]
             }
             Enforcement::Gang(gang) => {
-                engine.set_gang(Some(gang));
                 self.metrics.gang_mode.set(1);
+                vec![Action::SetGang(Some(gang))]
             }
-            Enforcement::Slot { owner, until_ns } => engine.slot_started(owner, until_ns),
-            Enforcement::Nothing => {}
-        }
-        let switched_at_ns = monotonic_ns();
+            Enforcement::Slot { owner, until_ns } => vec![Action::SlotStarted { owner, until_ns }],
+            Enforcement::Nothing => Vec::new(),
+        };
         self.last_applied = Some((switch.epoch, switch.slice));
+        actions.push(Action::Switched(Box::new(switch)));
+        actions
+    }
+
+    /// The daemon enforced `switch`: reports the instant it took effect and
+    /// ends the previous quantum.
+    pub fn switched<K: Kernel>(&mut self, engine: &Engine<K>, switch: &SwitchSlice) {
+        let switched_at_ns = monotonic_ns();
         self.metrics.switches.with_label_values(&["applied"]).inc();
         self.metrics
             .switch_lateness
@@ -423,7 +433,7 @@ impl CoordNode {
             slice: switch.slice,
             switched_at_ns,
         });
-        self.measure_quantum(engine, &switch, switched_at_ns);
+        self.measure_quantum(engine, switch, switched_at_ns);
     }
 
     /// Ends the previous quantum: utilisation of the jobs that ran in it,
@@ -441,7 +451,7 @@ impl CoordNode {
         let cpu: BTreeMap<JobId, f64> = self
             .jobs
             .keys()
-            .filter_map(|&job| job_cpu_seconds(engine, job, now_ns).map(|cpu| (job, cpu)))
+            .filter_map(|&job| engine.job_cpu_seconds(job, now_ns).map(|cpu| (job, cpu)))
             .collect();
         let active: BTreeSet<JobId> = switch.active_jobs.iter().copied().collect();
         let end = self
@@ -479,29 +489,6 @@ fn demotion_warning(stop_inactive: bool, demote_cgroup: bool, autogroup: bool) -
          cgroup), coordinator.stop_inactive = true (SIGSTOP), or disable autogroup"
             .into(),
     )
-}
-
-/// Whether the kernel groups tasks by session for CPU shares (policy
-/// demotions then do not cross sessions).
-fn autogroup_enabled() -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
-        .is_ok_and(|text| text.trim() == "1")
-}
-
-/// CPU seconds a job's tasks used so far, read now from the eBPF counters
-/// (the registry's totals are only refreshed every poll).
-pub fn job_cpu_seconds<K: Kernel>(engine: &Engine<K>, job: JobId, now_ns: u64) -> Option<f64> {
-    let record = engine.reg.job(job)?;
-    if record.state != JobState::Running {
-        return Some(record.totals.cpu_seconds);
-    }
-    let live: f64 = record
-        .live
-        .iter()
-        .filter_map(|&tid| engine.k.task_stat(tid).ok().flatten())
-        .map(|stats| task_totals(&stats, now_ns).cpu_seconds)
-        .sum();
-    Some(record.exited.cpu_seconds + live)
 }
 
 #[cfg(test)]

@@ -57,7 +57,8 @@ fn harness() -> Harness {
 
 impl Harness {
     fn event(&mut self, event: LinkEvent) -> Vec<Action> {
-        self.node.on_link_event(&mut self.engine, event)
+        let actions = self.node.on_link_event(&self.engine, event);
+        super::apply_to_engine(&mut self.node, &mut self.engine, actions)
     }
 
     fn message(&mut self, message: impl Into<Message>) -> Vec<Action> {
@@ -74,7 +75,7 @@ impl Harness {
 
     /// A coordinator job whose rank runs as process `pid` here.
     fn running_job(&mut self, job: u32, pid: u32) {
-        self.engine.k.spawn(pid, SchedAttr::other(0));
+        self.engine.kernel_mut().spawn(pid, SchedAttr::other(0));
         self.engine.reserve_job(job, "job", 0, None).unwrap();
         self.engine.manage_process(job, pid).unwrap();
         self.node.launched(job, 0, Ok(()));

@@ -4,12 +4,13 @@
 use std::{
     collections::{BTreeMap, VecDeque},
     io,
+    os::fd::RawFd,
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
-use super::{Kernel, ProgramCost, SchedAttr, TaskControl};
+use super::{Kernel, ProcessInfo, ProgramCost, SchedAttr, TaskControl};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -19,6 +20,8 @@ pub enum Call {
     Track(u32, u32),
     Untrack(u32),
     SetCpuCgroup(u32, PathBuf),
+    SetOwnAttr(SchedAttr),
+    SetSettings(Settings),
 }
 
 /// Root of the fake cgroup-v1 cpu hierarchy: where spawned tasks start.
@@ -53,6 +56,18 @@ pub struct FakeKernel {
     pub deny: Vec<u32>,
     /// Every cgroup move fails with ENOENT (the cgroup was removed).
     pub deny_cgroup: bool,
+    /// tids whose tracking fails with ENOSPC (the eBPF map is full).
+    pub deny_track: Vec<u32>,
+    /// What `process_info` reports beyond the defaults, per pid.
+    pub processes: BTreeMap<u32, ProcessInfo>,
+    /// CPUs a process may run on unless `processes` says otherwise.
+    pub allowed_cpus: Vec<u32>,
+    /// The agent thread's own attributes.
+    pub own_attr: SchedAttr,
+    /// The eBPF settings last written.
+    pub settings: Settings,
+    /// What `autogroup_enabled` reports.
+    pub autogroup: bool,
 }
 
 fn gone() -> io::Error {
@@ -169,6 +184,36 @@ impl Kernel for FakeKernel {
         self.agent_tid
     }
 
+    fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()> {
+        self.own_attr = *attr;
+        self.calls.push(Call::SetOwnAttr(*attr));
+        Ok(())
+    }
+
+    fn autogroup_enabled(&self) -> bool {
+        self.autogroup
+    }
+
+    fn process_info(&self, pid: u32) -> io::Result<ProcessInfo> {
+        if let Some(info) = self.processes.get(&pid) {
+            return Ok(info.clone());
+        }
+        if !self.tasks.contains_key(&pid) {
+            return Err(gone());
+        }
+        Ok(ProcessInfo {
+            pid,
+            state: if self.tasks[&pid].stopped { 'T' } else { 'S' },
+            kernel_thread: false,
+            exe: Some(PathBuf::from("/usr/bin/app")),
+            allowed_cpus: if self.allowed_cpus.is_empty() {
+                vec![0]
+            } else {
+                self.allowed_cpus.clone()
+            },
+        })
+    }
+
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         if !self.tasks.contains_key(&pid) {
             return Err(gone());
@@ -186,6 +231,9 @@ impl Kernel for FakeKernel {
     }
 
     fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()> {
+        if self.deny_track.contains(&tid) {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
         self.tracked.entry(tid).or_insert(TaskStats {
             job_id,
             tgid,
@@ -228,6 +276,16 @@ impl Kernel for FakeKernel {
 
     fn drain_events(&mut self, out: &mut Vec<Event>) -> io::Result<()> {
         out.extend(self.events.drain(..));
+        Ok(())
+    }
+
+    fn event_fd(&self) -> Option<RawFd> {
+        None
+    }
+
+    fn set_settings(&mut self, settings: Settings) -> io::Result<()> {
+        self.settings = settings;
+        self.calls.push(Call::SetSettings(settings));
         Ok(())
     }
 

@@ -1,13 +1,14 @@
 //! The real kernel: sched_setattr/sched_getattr, signals, /proc, and the eBPF maps.
 use std::{
     fs, io,
+    os::fd::RawFd,
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
 use super::{
-    Kernel, ProgramCost, TaskControl,
+    Kernel, ProcessInfo, ProgramCost, TaskControl,
     sched_attr::{RawSchedAttr, SchedAttr},
 };
 use crate::ebpf::Probes;
@@ -20,14 +21,54 @@ impl Linux {
     pub fn new(probes: Probes) -> Self {
         Self { probes }
     }
+}
 
-    pub fn probes(&self) -> &Probes {
-        &self.probes
-    }
+/// PF_KTHREAD in the flags field of /proc/<pid>/stat.
+const PF_KTHREAD: u64 = 0x0020_0000;
 
-    pub fn probes_mut(&mut self) -> &mut Probes {
-        &mut self.probes
+/// State letter and flags from the text of /proc/<pid>/stat (fields 3 and
+/// 9; the command name in field 2 may hold spaces and parentheses).
+pub fn parse_state_and_flags(stat: &str) -> Option<(char, u64)> {
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let flags = fields.nth(5)?.parse().ok()?;
+    Some((state, flags))
+}
+
+/// CPUs a task may run on.
+pub fn allowed_cpus(pid: u32) -> io::Result<Vec<u32>> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: valid set of the size passed.
+    let rc = unsafe {
+        libc::sched_getaffinity(
+            pid as libc::pid_t,
+            std::mem::size_of::<libc::cpu_set_t>(),
+            &mut set,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
     }
+    Ok((0..libc::CPU_SETSIZE as usize)
+        // SAFETY: index below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+pub fn proc_process_info(pid: u32) -> io::Result<ProcessInfo> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let (state, flags) = parse_state_and_flags(&stat)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "unreadable /proc stat"))?;
+    Ok(ProcessInfo {
+        pid,
+        state,
+        kernel_thread: flags & PF_KTHREAD != 0,
+        exe: fs::read_link(format!("/proc/{pid}/exe")).ok(),
+        allowed_cpus: allowed_cpus(pid)?,
+    })
 }
 
 fn check(rc: libc::c_long) -> io::Result<()> {
@@ -215,6 +256,20 @@ impl Kernel for Linux {
         TID.with(|t| *t)
     }
 
+    fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()> {
+        // tid 0 = the calling thread.
+        sched_setattr(0, attr)
+    }
+
+    fn autogroup_enabled(&self) -> bool {
+        fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+            .is_ok_and(|text| text.trim() == "1")
+    }
+
+    fn process_info(&self, pid: u32) -> io::Result<ProcessInfo> {
+        proc_process_info(pid)
+    }
+
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
         proc_threads(pid)
     }
@@ -252,6 +307,14 @@ impl Kernel for Linux {
         Ok(())
     }
 
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.probes.events_fd())
+    }
+
+    fn set_settings(&mut self, settings: Settings) -> io::Result<()> {
+        self.probes.set_settings(settings)
+    }
+
     fn forget_sockets_of(&mut self, tids: &[u32]) -> io::Result<usize> {
         self.probes.forget_sockets_of(tids)
     }
@@ -276,6 +339,23 @@ impl Kernel for Linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_and_kernel_thread_flag_are_parsed_past_an_odd_comm() {
+        let stat = "2 (kthre) d) S 0 0 0 0 -1 2129984 0 0 0 0 0 0";
+        assert_eq!(parse_state_and_flags(stat), Some(('S', 2129984)));
+        assert_ne!(2129984 & PF_KTHREAD, 0);
+        assert_eq!(parse_state_and_flags("9 (x) Z"), None, "truncated");
+    }
+
+    #[test]
+    fn own_process_is_a_user_process_with_cpus() {
+        let me = std::process::id();
+        let info = proc_process_info(me).unwrap();
+        assert!(!info.kernel_thread);
+        assert!(info.exe.is_some());
+        assert!(!info.allowed_cpus.is_empty());
+    }
 
     #[test]
     fn start_time_is_field_22_even_with_odd_comm() {

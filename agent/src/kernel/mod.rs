@@ -11,10 +11,11 @@ pub mod sched_attr;
 
 use std::{
     io,
+    os::fd::RawFd,
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
 pub use sched_attr::{SchedAttr, SchedPolicy};
 
@@ -60,12 +61,34 @@ pub trait TaskControl {
     fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()>;
 }
 
+/// What the agent checks about a process before it adopts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// State letter of /proc/<pid>/stat (`Z`: zombie, `X`: dead).
+    pub state: char,
+    /// A kernel thread (PF_KTHREAD): no user process to schedule.
+    pub kernel_thread: bool,
+    /// The program it runs (None for kernel threads, or when unreadable).
+    pub exe: Option<PathBuf>,
+    /// CPUs it may run on.
+    pub allowed_cpus: Vec<u32>,
+}
+
 pub trait Kernel: TaskControl {
     /// CLOCK_MONOTONIC in ns (the clock of the eBPF timestamps).
     fn now_ns(&self) -> u64;
     /// The thread the agent's engine runs on (it shows up as the CPU holder
     /// whenever the agent looks).
     fn own_tid(&self) -> u32;
+    /// Sets the scheduling attributes of the calling thread (the agent's
+    /// event loop).
+    fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()>;
+    /// Whether autogroup scheduling is on (a demoted task's session is then
+    /// its own CFS group).
+    fn autogroup_enabled(&self) -> bool;
+    /// What adoption checks about a process.
+    fn process_info(&self, pid: u32) -> io::Result<ProcessInfo>;
 
     // --- task identity -----------------------------------------------------
     /// Threads of a process.
@@ -88,6 +111,11 @@ pub trait Kernel: TaskControl {
     fn cpu_slots(&self, cpus: &[u32]) -> io::Result<Vec<(u32, CpuSlot)>>;
     /// Take the events queued by the eBPF programs (non-blocking).
     fn drain_events(&mut self, out: &mut Vec<Event>) -> io::Result<()>;
+    /// The fd that becomes readable when the eBPF programs ask for the agent
+    /// (None: nothing to wait on, as in tests that drive the engine).
+    fn event_fd(&self) -> Option<RawFd>;
+    /// The node-wide eBPF settings (which arrivals wake the agent).
+    fn set_settings(&mut self, settings: Settings) -> io::Result<()>;
     /// Forget sockets owned by tasks that are gone.
     fn forget_sockets_of(&mut self, tids: &[u32]) -> io::Result<usize>;
     /// Records the eBPF side dropped, summed over CPUs.

@@ -48,6 +48,7 @@ impl SchedPolicy {
 pub const FLAG_RESET_ON_FORK: u64 = 0x01;
 
 /// The attributes the agent reads, changes and restores.
+/// Default: SCHED_OTHER at nice 0, what a new process gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SchedAttr {
     pub policy: SchedPolicy,
@@ -145,6 +146,12 @@ impl TryFrom<&RawSchedAttr> for SchedAttr {
             deadline_ns: if dl { r.sched_deadline } else { 0 },
             period_ns: if dl { r.sched_period } else { 0 },
         })
+    }
+}
+
+impl Default for SchedAttr {
+    fn default() -> Self {
+        SchedAttr::other(0)
     }
 }
 

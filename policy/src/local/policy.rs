@@ -142,21 +142,6 @@ impl PolicyKind {
         matches!(self, PolicyKind::Dcs | PolicyKind::DcsSb | PolicyKind::Fcs)
     }
 
-    /// Is the agent woken for each message for a ready receiver that is not
-    /// running? Only for the policies that decide on it at once
-    /// ([`Self::boosts_on_arrival`]): every other policy reads the arrival
-    /// counters at its tick (and is told of arrivals for the tasks it holds
-    /// back, see the agent's watch). Measured: waking PB's agent for every
-    /// such arrival too cost 8 % of a CPU with blocking receives and did not
-    /// help fine-grain spinning (docs/benchmarks.md). Not FCS either: its
-    /// only decision on an arrival is a yielded frustrated owner's priority,
-    /// and that task is held, so its arrivals are reported anyway; waking
-    /// FCS's agent for every such arrival cost 5,300 wakeups/s and 11 % of a
-    /// CPU with blocking receives, for nothing.
-    pub fn reacts_to_offcpu_arrivals(self) -> bool {
-        matches!(self, PolicyKind::Dcs | PolicyKind::DcsSb)
-    }
-
     /// The configuration name (`local`, `dcs`, `sb`, `sy`, `pb`, `pb-sb`,
     /// `dcs-sb`, `fcs`).
     pub fn as_str(self) -> &'static str {
@@ -197,17 +182,7 @@ impl FromStr for PolicyKind {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::local::action::Reason;
-
-    #[test]
-    fn only_dcs_wakes_the_agent_for_every_ready_receivers_message() {
-        let woken: Vec<PolicyKind> = PolicyKind::ALL
-            .into_iter()
-            .filter(|k| k.reacts_to_offcpu_arrivals())
-            .collect();
-        assert_eq!(woken, [PolicyKind::Dcs, PolicyKind::DcsSb]);
-    }
 
     #[test]
     fn only_spin_and_yield_holds_wait_for_a_message() {

@@ -1,0 +1,328 @@
+//! What the daemon does for a request, a reaped process or the coordinator:
+//! everything between the sockets and the engine's intent methods. Generic
+//! over the kernel so it is unit-tested against the fake one.
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::Context as _;
+use cosched_proto::{
+    control::{Reply, Request, Response},
+    job::{JobId, JobSpec},
+};
+use tokio::{
+    sync::{mpsc, oneshot},
+    time::Instant,
+};
+
+use super::{monotonic_ns, own_cpu_seconds};
+use crate::{
+    config::Config,
+    coord::{self, CoordNode},
+    engine::Engine,
+    kernel::Kernel,
+    launch,
+};
+
+pub enum Internal {
+    Reaped {
+        job: JobId,
+        pid: u32,
+        code: Option<i32>,
+        signal: Option<i32>,
+    },
+    ConfigChanged,
+}
+
+struct Waiter {
+    job: JobId,
+    deadline: Instant,
+    reply: oneshot::Sender<Response>,
+}
+
+pub struct Daemon<K: Kernel> {
+    pub(super) engine: Engine<K>,
+    config_path: PathBuf,
+    internal: mpsc::Sender<Internal>,
+    waiters: Vec<Waiter>,
+    /// The link to the coordinator, when configured.
+    pub(super) coord: Option<CoordNode>,
+}
+
+impl<K: Kernel> Daemon<K> {
+    pub fn new(engine: Engine<K>, config_path: PathBuf, internal: mpsc::Sender<Internal>) -> Self {
+        Self {
+            engine,
+            config_path,
+            internal,
+            waiters: Vec::new(),
+            coord: None,
+        }
+    }
+
+    /// Whether anyone waits for a job (the poll then keeps its pace).
+    pub fn has_waiters(&self) -> bool {
+        !self.waiters.is_empty()
+    }
+
+    pub fn poll(&mut self) {
+        let finished = self.engine.poll(monotonic_ns(), own_cpu_seconds());
+        for &job in &finished {
+            tracing::info!(job, "job finished");
+        }
+        if let Some(coord) = &mut self.coord {
+            coord.jobs_finished(&self.engine, &finished);
+        }
+        self.answer_waiters();
+    }
+
+    pub fn on_internal(&mut self, msg: Internal) {
+        match msg {
+            Internal::Reaped {
+                job,
+                pid,
+                code,
+                signal,
+            } => {
+                tracing::info!(job, pid, ?code, ?signal, "job process exited");
+                self.engine.process_reaped(pid, code, signal);
+                self.poll();
+            }
+            Internal::ConfigChanged => self.reload(),
+        }
+    }
+
+    pub fn reload(&mut self) {
+        // Several file events arrive for one save; they all read the same file.
+        self.engine.reload(Config::load(&self.config_path));
+    }
+
+    pub fn on_link_event(&mut self, event: coord::link::LinkEvent) {
+        let Some(node) = &mut self.coord else {
+            return;
+        };
+        let actions = node.on_link_event(&self.engine, event);
+        self.run_coordinator_actions(actions);
+    }
+
+    pub fn on_switch_due(&mut self, token: u64) {
+        let Some(node) = &mut self.coord else {
+            return;
+        };
+        let actions = node.on_switch_due(token);
+        self.run_coordinator_actions(actions);
+    }
+
+    fn run_coordinator_actions(&mut self, actions: Vec<coord::Action>) {
+        let Some(node) = &mut self.coord else {
+            return;
+        };
+        let rest = coord::apply_to_engine(node, &mut self.engine, actions);
+        for action in rest {
+            match action {
+                coord::Action::Launch(spec) => {
+                    let (job, rank) = (spec.job_id, spec.rank);
+                    // A finished job of the same id (a coordinator that lost
+                    // its state numbers jobs afresh) gives way to the new one.
+                    if self.engine.job(job).is_some() && !self.engine.job_running(job) {
+                        let _ = self.engine.forget_job(job);
+                    }
+                    let result = self.launch(*spec).map(|_| ()).map_err(|e| format!("{e:#}"));
+                    if let Err(reason) = &result {
+                        tracing::warn!(job, rank, %reason, "coordinator launch failed");
+                    }
+                    if let Some(node) = &mut self.coord {
+                        node.launched(job, rank, result);
+                    }
+                }
+                coord::Action::Cancel(job) => {
+                    self.kill(job);
+                }
+                coord::Action::PolicyChanged => {
+                    let (policy, enforced) = self
+                        .coord
+                        .as_ref()
+                        .map_or((None, false), |n| (n.local_policy(), n.gang_active()));
+                    self.engine.set_coordinator_policy(policy, enforced);
+                }
+                // Carried out by apply_to_engine.
+                coord::Action::SetGang(_)
+                | coord::Action::SlotStarted { .. }
+                | coord::Action::PrepareToStop
+                | coord::Action::Switched(_) => {}
+            }
+        }
+    }
+
+    /// The cgroup a launched rank runs in, when the agent makes them.
+    fn job_cgroup(&self, job: JobId, rank: u32) -> Option<PathBuf> {
+        self.engine
+            .cfg()
+            .cgroup_root
+            .as_ref()
+            .map(|r| r.join(format!("job-{job}-r{rank}")))
+    }
+
+    /// Kills a job's processes (its cgroup when there is one).
+    fn kill(&mut self, job_id: JobId) -> bool {
+        let Some(j) = self.engine.job(job_id) else {
+            return false;
+        };
+        let cg = self.job_cgroup(j.id, j.rank);
+        launch::kill_job(cg.as_deref(), &j.pids);
+        true
+    }
+
+    fn answer_waiters(&mut self) {
+        let now = Instant::now();
+        let mut keep = Vec::new();
+        for w in std::mem::take(&mut self.waiters) {
+            let done = !self.engine.job_running(w.job);
+            if done || now >= w.deadline || w.reply.is_closed() {
+                let resp = match self.engine.job_info(w.job) {
+                    None => Response::Error(format!("unknown job {}", w.job)),
+                    Some(job) if done => Response::Ok(Reply::Job { job }),
+                    Some(_) => Response::Error(format!("timed out waiting for job {}", w.job)),
+                };
+                let _ = w.reply.send(resp);
+            } else {
+                keep.push(w);
+            }
+        }
+        self.waiters = keep;
+    }
+
+    pub fn handle(&mut self, req: Request, reply: oneshot::Sender<Response>) {
+        let resp = match req {
+            Request::Launch { spec } => self.launch(spec).map_or_else(
+                |e| Response::Error(format!("{e:#}")),
+                |(job_id, pid)| Response::Ok(Reply::Launched { job_id, pid }),
+            ),
+            Request::Adopt {
+                job_id,
+                name,
+                pids,
+                sched,
+            } => match self.engine.adopt(job_id, &name, &pids, sched) {
+                Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
+            Request::Release { job_id } => match self.engine.release_job(job_id) {
+                Ok(tasks) => Response::Ok(Reply::Released { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
+            Request::Jobs => Response::Ok(Reply::Jobs {
+                jobs: self.engine.jobs_info(),
+            }),
+            Request::Wait { job_id, timeout_ms } => {
+                if self.engine.job(job_id).is_none() {
+                    Response::Error(format!("unknown job {job_id}"))
+                } else {
+                    self.waiters.push(Waiter {
+                        job: job_id,
+                        deadline: Instant::now() + Duration::from_millis(timeout_ms),
+                        reply,
+                    });
+                    self.poll();
+                    return;
+                }
+            }
+            Request::Cancel { job_id } => {
+                if self.kill(job_id) {
+                    Response::Ok(Reply::Done)
+                } else {
+                    Response::Error(format!("unknown job {job_id}"))
+                }
+            }
+            Request::Forget { job_id } => {
+                let cgroup = self
+                    .engine
+                    .job(job_id)
+                    .and_then(|j| self.job_cgroup(job_id, j.rank));
+                match self.engine.forget_job(job_id) {
+                    Ok(()) => {
+                        if let Some(cg) = cgroup {
+                            launch::remove_cgroup(&cg);
+                        }
+                        Response::Ok(Reply::Done)
+                    }
+                    Err(e) => Response::Error(e.to_string()),
+                }
+            }
+            Request::Status => Response::Ok(Reply::Status {
+                status: self.engine.status(),
+            }),
+            Request::Reload => {
+                self.reload();
+                match self.engine.status().last_reload {
+                    Some(outcome) => Response::Ok(Reply::Reloaded { outcome }),
+                    None => Response::Error("no reload happened".into()),
+                }
+            }
+        };
+        let _ = reply.send(resp);
+    }
+
+    fn launch(&mut self, spec: JobSpec) -> anyhow::Result<(JobId, u32)> {
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("invalid job spec: {e}"))?;
+        self.engine
+            .reserve_job(spec.job_id, &spec.name, spec.rank, spec.sched)?;
+        match self.start_gated(&spec) {
+            Ok(pid) => Ok((spec.job_id, pid)),
+            Err(e) => {
+                self.engine.unreserve_job(spec.job_id);
+                Err(e)
+            }
+        }
+    }
+
+    fn start_gated(&mut self, spec: &JobSpec) -> anyhow::Result<u32> {
+        let cfg = self.engine.cfg();
+        let mut g = launch::spawn_gated(
+            spec,
+            &cfg.node,
+            &self.engine.node_cpus(),
+            &cfg.state_dir.join("jobs"),
+        )?;
+        let cgroup = cfg
+            .cgroup_root
+            .as_ref()
+            .map(|r| launch::job_cgroup(r, spec));
+        let setup = (|| {
+            if let Some(cg) = &cgroup {
+                launch::enter_cgroup(cg, g.pid)?;
+            }
+            self.engine.manage_process(spec.job_id, g.pid)?;
+            self.engine.mark_launched(g.pid);
+            anyhow::Ok(())
+        })();
+        if let Err(e) = setup {
+            launch::kill_job(cgroup.as_deref(), &[g.pid]);
+            return Err(e);
+        }
+        self.engine.set_job_output(
+            spec.job_id,
+            g.stdout.display().to_string(),
+            g.stderr.display().to_string(),
+        );
+        g.release().context("releasing the job's gate")?;
+        let (pid, job, tx) = (g.pid, spec.job_id, self.internal.clone());
+        let mut child = g.child;
+        tokio::spawn(async move {
+            use std::os::unix::process::ExitStatusExt as _;
+            let (code, signal) = match child.wait().await {
+                Ok(st) => (st.code(), st.signal()),
+                Err(_) => (None, None),
+            };
+            let _ = tx
+                .send(Internal::Reaped {
+                    job,
+                    pid,
+                    code,
+                    signal,
+                })
+                .await;
+        });
+        tracing::info!(job = spec.job_id, rank = spec.rank, pid, command = %spec.command, "launched");
+        Ok(pid)
+    }
+}

@@ -1,0 +1,327 @@
+//! The async edge of the agent: sockets, timers, signals, child processes and
+//! the config watcher, all feeding one [`Engine`] owned by the main loop.
+//!
+//! - this file: start-up, the event loop and shutdown;
+//! - [`handlers`]: what each request, reaped process and coordinator action
+//!   does (unit-tested against the fake kernel).
+mod handlers;
+#[cfg(test)]
+mod tests;
+use std::{
+    os::fd::{AsRawFd, RawFd},
+    path::{Path, PathBuf},
+    time::Duration,
+};
+
+use anyhow::Context as _;
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::{SignalKind, signal},
+    sync::mpsc,
+    time::Instant,
+};
+
+pub use handlers::{Daemon, Internal};
+
+use crate::{
+    config::Config,
+    control,
+    coord::{CoordNode, CoordReceivers},
+    ebpf::Probes,
+    engine::Engine,
+    kernel::{Kernel, linux::Linux},
+    restore::RestoreLedger,
+    wakeup,
+};
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time (user + system) of the agent process, seconds.
+pub fn own_cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain data filled by the kernel.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+pub fn online_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get() as u32)
+        .max(
+            // available_parallelism honours our own affinity; count all CPUs.
+            // SAFETY: plain sysconf.
+            unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } as u32,
+        )
+}
+
+/// Pins the calling thread (and threads created after) to `cpus`.
+pub fn pin_to(cpus: &[u32]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: index checked by the config validation (< MAX_CPUS <= 1024).
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    // SAFETY: valid set.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+struct Fd(RawFd);
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+pub fn journal_path(cfg: &Config) -> PathBuf {
+    cfg.state_dir.join("restore.json")
+}
+
+/// How often the daemon polls the engine with nothing running: it only
+/// exports metrics then (a job that starts is adopted or launched by a
+/// request, which polls at once).
+const IDLE_POLL: Duration = Duration::from_secs(1);
+
+/// The poll interval for the engine's state now.
+fn poll_interval<K: Kernel>(d: &Daemon<K>) -> Duration {
+    let configured = Duration::from_millis(d.engine.cfg().ebpf.poll_interval_ms);
+    if d.engine.task_count() == 0 && !d.has_waiters() && !d.engine.has_running_jobs() {
+        configured.max(IDLE_POLL)
+    } else {
+        configured
+    }
+}
+
+/// Runs the agent until SIGTERM/SIGINT; restores every task on the way out.
+pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
+    cfg.check_machine(online_cpus())
+        .context("checking the config against this machine")?;
+    std::fs::create_dir_all(&cfg.state_dir)
+        .with_context(|| format!("creating state dir {}", cfg.state_dir.display()))?;
+    let demote_cgroups = crate::cpu_group::start(cfg.demote_cpu_cgroup.as_deref())?;
+    let interest = cosched_policy::local::WakeInterest::of(&cfg.local_policy());
+    let probes = Probes::load(wakeup::settings(&interest, cfg.ebpf.wake_batch_bytes))?;
+    let mut kernel = Linux::new(probes);
+
+    // A previous agent that crashed or was killed left its journal behind:
+    // put those tasks back before anything else.
+    let mut ledger = RestoreLedger::load(&journal_path(&cfg))?;
+    if !ledger.is_empty() {
+        let r = ledger.restore_all(&mut kernel);
+        tracing::warn!(
+            restored = r.restored,
+            gone = r.gone,
+            failed = r.failed.len(),
+            "restored tasks left changed by a previous agent"
+        );
+    }
+    // From here on the agent may change tasks: start the guardian that undoes
+    // those changes if the agent dies without doing it itself.
+    let guardian = crate::guardian::spawn(&journal_path(&cfg))?;
+    let mut engine = Engine::new(
+        kernel,
+        cfg,
+        ledger,
+        &config_path.display().to_string(),
+        online_cpus(),
+    );
+    engine.set_guardian(guardian.pid());
+
+    if let Some(prepared) = &demote_cgroups {
+        crate::cpu_group::export(engine.metrics().registry(), prepared);
+    }
+    let cfg = engine.cfg().clone();
+    let metrics_listener = tokio::net::TcpListener::bind(cfg.metrics_listen)
+        .await
+        .with_context(|| format!("binding metrics endpoint {}", cfg.metrics_listen))?;
+    let control_listener = control::bind(&cfg.control_socket)?;
+    tokio::spawn(cosched_metrics_http::serve(
+        metrics_listener,
+        engine.metrics().registry().clone(),
+        "cosched-agent: see /metrics\n",
+    ));
+    let (calls_tx, mut calls) = mpsc::channel::<control::Call>(64);
+    tokio::spawn(control::serve(control_listener, calls_tx));
+
+    let (internal_tx, mut internal) = mpsc::channel::<Internal>(256);
+    let _watcher = watch_config(&config_path, internal_tx.clone())
+        .inspect_err(|e| tracing::warn!("config file watching disabled: {e:#}"))
+        .ok();
+
+    let ring_fd = engine
+        .kernel()
+        .event_fd()
+        .context("the eBPF programs have no event ring")?;
+    // SAFETY: the ring buffer fd stays open as long as the engine (which owns
+    // the probes) lives, which outlives this AsyncFd; it is only read through aya.
+    let events_fd =
+        unsafe { AsyncFd::register_with_interest(Fd(ring_fd), tokio::io::Interest::READABLE) }
+            .map_err(|e| anyhow::anyhow!("registering the event ring buffer: {e}"))?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+
+    let mut d = Daemon::new(engine, config_path, internal_tx);
+    let (mut link_rx, mut switch_rx) = match cfg.coordinator.clone() {
+        Some(coordinator) => {
+            let (node, receivers) = CoordNode::start(
+                &cfg,
+                &coordinator,
+                d.engine.node_cpus(),
+                d.engine.metrics().registry(),
+                d.engine.kernel().autogroup_enabled(),
+            )
+            .context("starting the coordinator link")?;
+            tracing::info!(coordinator = %coordinator.address, "joining the coordinator");
+            d.coord = Some(node);
+            let CoordReceivers { link, switches } = receivers;
+            (Some(link), Some(switches))
+        }
+        None => (None, None),
+    };
+    let mut poll_every = poll_interval(&d);
+    let mut next_poll = Instant::now() + poll_every;
+    tracing::info!(
+        node = %cfg.node,
+        policy = %d.engine.running_policy(),
+        cpus = ?d.engine.node_cpus(),
+        metrics = %cfg.metrics_listen,
+        control = %cfg.control_socket.display(),
+        "cosched agent running"
+    );
+
+    loop {
+        let policy_deadline = d
+            .engine
+            .next_policy_tick()
+            .map(|t| Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns())));
+        let policy_timer = async move {
+            match policy_deadline {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
+        // The branches only say what woke the loop; the ring is read once
+        // per pass, below, before any of it is handled.
+        let woke = tokio::select! {
+            _ = sigterm.recv() => break,
+            _ = sigint.recv() => break,
+            _ = sighup.recv() => Wake::Reload,
+            Some((req, reply)) = calls.recv() => Wake::Request(req, reply),
+            Some(msg) = internal.recv() => Wake::Internal(msg),
+            guard = events_fd.readable() => {
+                // Cleared before the drain below: records that come after
+                // it make the ring readable again.
+                guard?.clear_ready();
+                d.engine.metrics().event_wakeups.inc();
+                Wake::Ring
+            }
+            _ = policy_timer => Wake::PolicyTick,
+            Some(token) = recv_opt(&mut switch_rx) => Wake::Switch(token),
+            Some(event) = recv_opt(&mut link_rx) => Wake::Link(event),
+            _ = tokio::time::sleep_until(next_poll) => Wake::Poll,
+        };
+        // Records queued without a wakeup (forks, exits, batches) and
+        // records that came while the last pass ran are taken now, whatever
+        // woke the loop. Reading an empty ring costs no system call.
+        d.engine.drain_events();
+        let polled = matches!(woke, Wake::Poll);
+        match woke {
+            Wake::Reload => d.reload(),
+            Wake::Request(req, reply) => d.handle(req, reply),
+            Wake::Internal(msg) => d.on_internal(msg),
+            Wake::Switch(token) => d.on_switch_due(token),
+            Wake::Link(event) => d.on_link_event(event),
+            Wake::Poll => d.poll(),
+            Wake::Ring | Wake::PolicyTick => {}
+        }
+        // A tick already due runs now, whichever branch woke the loop: under
+        // a stream of eBPF wakeups the timer branch, re-armed on every pass,
+        // would otherwise keep losing to them.
+        if d.engine
+            .next_policy_tick()
+            .is_some_and(|due| due <= monotonic_ns())
+        {
+            d.engine.policy_tick();
+        }
+        let want = poll_interval(&d);
+        if polled || want < poll_every {
+            next_poll = Instant::now() + want;
+        }
+        poll_every = want;
+    }
+
+    tracing::info!("shutting down: restoring every task the agent changed");
+    let r = d.engine.shutdown();
+    if !r.failed.is_empty() {
+        tracing::error!(failed = ?r.failed, "some tasks could not be restored");
+    }
+    crate::cpu_group::finish(cfg.demote_cpu_cgroup.as_deref());
+    tracing::info!(restored = r.restored, gone = r.gone, "shutdown complete");
+    let _ = std::fs::remove_file(&cfg.control_socket);
+    Ok(())
+}
+
+/// What woke the event loop.
+enum Wake {
+    Reload,
+    Request(
+        cosched_proto::control::Request,
+        tokio::sync::oneshot::Sender<cosched_proto::control::Response>,
+    ),
+    Internal(Internal),
+    Ring,
+    PolicyTick,
+    Switch(u64),
+    Link(crate::coord::link::LinkEvent),
+    Poll,
+}
+
+/// The next item of an optional channel; never, without one.
+async fn recv_opt<T>(receiver: &mut Option<mpsc::UnboundedReceiver<T>>) -> Option<T> {
+    match receiver {
+        Some(receiver) => receiver.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Watches the config file's directory (editors replace files by rename) and
+/// reports changes to the file.
+fn watch_config(
+    path: &Path,
+    tx: mpsc::Sender<Internal>,
+) -> anyhow::Result<notify::RecommendedWatcher> {
+    use notify::{RecursiveMode, Watcher as _};
+    let path = std::fs::canonicalize(path)?;
+    let dir = path
+        .parent()
+        .context("config has no parent directory")?
+        .to_path_buf();
+    let name = path.file_name().map(|n| n.to_os_string());
+    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res
+            && (ev.kind.is_modify() || ev.kind.is_create())
+            && ev
+                .paths
+                .iter()
+                .any(|p| p.file_name().map(|n| n.to_os_string()) == name)
+        {
+            let _ = tx.try_send(Internal::ConfigChanged);
+        }
+    })?;
+    w.watch(&dir, RecursiveMode::NonRecursive)?;
+    Ok(w)
+}

@@ -1,0 +1,1 @@
+//! Unit tests of the daemon's handlers over the fake kernel.

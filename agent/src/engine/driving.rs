@@ -1,0 +1,118 @@
+//! Driving the local policy: its ticks over the task counters, what runs on
+//! the node's CPUs, and taking its decisions.
+use cosched_policy::local::{Action, Level};
+
+use super::Engine;
+use crate::kernel::Kernel;
+
+/// How far behind schedule a policy tick must be to count as late.
+const LATE_TICK_NS: u64 = 20_000_000;
+
+impl<K: Kernel> Engine<K> {
+    /// When the policy next needs [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
+    pub fn next_policy_tick(&self) -> Option<u64> {
+        if self.reg.task_count() == 0 {
+            // Nothing to look at: a task adopted later starts the ticks.
+            return None;
+        }
+        self.driver.next_wakeup()
+    }
+
+    /// The policy's observation tick: counters of the managed tasks and who
+    /// runs on the node's CPUs, then the policy's timers.
+    pub fn policy_tick(&mut self) {
+        if !self.driver.active() {
+            return;
+        }
+        let now = self.k.now_ns();
+        self.note_late_tick(now);
+        // One lookup per managed task (walking the map would cost two
+        // syscalls per entry plus one): this runs every tick.
+        let mut live = Vec::with_capacity(self.reg.task_count());
+        for (tid, _) in self.reg.tasks() {
+            match self.k.task_stat(tid) {
+                Ok(Some(s)) if s.exited_ns == 0 => live.push((tid, s)),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(tid, "reading task counters: {e}"),
+            }
+        }
+        let holders = self.cpu_holders();
+        // A task the agent preempted to look is still the CPU's holder.
+        for (tid, s) in &mut live {
+            if holders.iter().any(|(_, h)| h == tid) {
+                s.on_cpu = 1;
+            }
+        }
+        self.driver.tick(now, &live, &holders);
+        self.apply_policy_actions(None);
+    }
+
+    /// A tick far behind its schedule means the agent itself did not get
+    /// its CPU (real-time throttling, a higher-priority task, a blocking
+    /// call) or its loop did not run the tick: every decision waited that
+    /// long. Counted and logged.
+    fn note_late_tick(&mut self, now: u64) {
+        let last = self.driver.last_tick();
+        let due = last.saturating_add(self.driver.tick_ns());
+        let late_ns = now.saturating_sub(due);
+        if last != 0 && late_ns > LATE_TICK_NS {
+            self.metrics.late_ticks.inc();
+            tracing::warn!(
+                late_ms = late_ns as f64 / 1e6,
+                "policy tick ran late: the agent did not get its CPU"
+            );
+        }
+    }
+
+    /// Refreshes the policy's view of the managed tasks running on the node's
+    /// CPUs (spinning or computing right now), so that an arrival for another
+    /// task is judged against what the CPU holder is doing at this instant.
+    pub(super) fn observe_cpu_holders(&mut self) {
+        for (_, tid) in self.cpu_holders() {
+            if let Ok(Some(mut s)) = self.k.task_stat(tid) {
+                s.on_cpu = 1;
+                self.driver.observe(tid, &s);
+            }
+        }
+    }
+
+    /// The managed task each node CPU runs, looking through the agent itself:
+    /// when the agent holds a CPU (it is the one looking), the task it
+    /// preempted is the one that holds it for scheduling purposes.
+    fn cpu_holders(&self) -> Vec<(u32, u32)> {
+        let me = self.k.own_tid();
+        let slots = self.k.cpu_slots(&self.node_cpus()).unwrap_or_default();
+        slots
+            .into_iter()
+            .filter_map(|(cpu, slot)| {
+                let tid = if slot.tid == me {
+                    slot.prev_tid
+                } else {
+                    slot.tid
+                };
+                self.reg.task(tid).map(|_| (cpu, tid))
+            })
+            .collect()
+    }
+
+    /// Applies what the policy decided. `trigger` is the eBPF timestamp of
+    /// the arrival that caused the decisions, for the reaction latency.
+    pub(super) fn apply_policy_actions(&mut self, trigger: Option<u64>) {
+        for Action::SetLevel {
+            task,
+            level,
+            reason,
+        } in self.driver.take_actions()
+        {
+            self.metrics
+                .decisions
+                .with_label_values(&[reason.as_str()])
+                .inc();
+            let Some(state) = self.reg.task_mut(task.0) else {
+                continue;
+            };
+            state.wanted = (level != Level::Normal).then_some((level, reason));
+            self.realize(task.0, trigger);
+        }
+    }
+}

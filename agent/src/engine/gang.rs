@@ -1,0 +1,87 @@
+//! The gang overlay: while the coordinator runs gang slices, the tasks of
+//! jobs outside the current slice are demoted (or stopped, in strict mode),
+//! whatever the local policy wants for them.
+use std::collections::HashSet;
+
+use cosched_policy::local::Level;
+use cosched_proto::job::JobId;
+
+use super::{Engine, plan::is_low};
+use crate::{cpu_group::CpuGroup, kernel::Kernel};
+
+/// Which jobs the coordinator's current time slice runs on this node. Tasks of
+/// other jobs only use idle time (demoted), or are stopped in strict mode.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gang {
+    pub active: HashSet<JobId>,
+    pub strict: bool,
+}
+
+impl<K: Kernel> Engine<K> {
+    /// Enters, changes or leaves gang mode (None: every job may run, the
+    /// local policy alone decides). Applies the change to every task.
+    pub fn set_gang(&mut self, gang: Option<Gang>) {
+        if self.gang == gang {
+            return;
+        }
+        self.gang = gang;
+        for tid in self.reg.task_ids() {
+            self.realize(tid, None);
+        }
+    }
+
+    pub fn gang(&self) -> Option<&Gang> {
+        self.gang.as_ref()
+    }
+
+    /// A strict gang switch was announced: notes in the restore journal,
+    /// now and once for all, that every managed task may be stopped, so the
+    /// switch itself writes nothing (see restore.rs).
+    pub fn prepare_to_stop(&mut self) {
+        if let Err(e) = self.ledger.may_stop(self.reg.tasks().map(|(t, _)| t)) {
+            // The switch's own write-ahead (`will_stop`) tries again.
+            tracing::warn!("restore journal: {e}");
+        }
+    }
+
+    /// A gang slot started (for FCS): `owner` runs until `until_ns`.
+    pub fn slot_started(&mut self, owner: Option<JobId>, until_ns: u64) {
+        let now = self.k.now_ns();
+        self.driver.slot_started(now, owner, until_ns);
+        self.apply_policy_actions(None);
+    }
+
+    /// The level a task must have now: the gang overlay first, then the policy.
+    pub(super) fn effective_level(&self, tid: u32) -> Level {
+        let Some(state) = self.reg.task(tid) else {
+            return Level::Normal;
+        };
+        match &self.gang {
+            Some(g) if !g.active.contains(&state.job) => {
+                if g.strict {
+                    Level::Stop
+                } else {
+                    Level::Demote
+                }
+            }
+            _ => state.wanted.map_or(Level::Normal, |(level, _)| level),
+        }
+    }
+
+    /// Where a task at `level` belongs: with demotion cgroups and while
+    /// the gang overlay demotes (not stops) other jobs, `idle` for the low
+    /// levels and `active` for the others; otherwise (None) its original
+    /// cgroup. Outside demoting slices tasks keep their own cgroups (and
+    /// autogroups): plain Linux with fine-grain spinning jobs sharing one
+    /// cgroup without autogroups ran several times slower than with them
+    /// (docs/benchmarks.md).
+    pub(super) fn wanted_group(&self, level: Level) -> Option<CpuGroup> {
+        self.cpu_groups.as_ref()?;
+        let demoting = self.gang.as_ref().is_some_and(|g| !g.strict);
+        demoting.then_some(if is_low(level) {
+            CpuGroup::Idle
+        } else {
+            CpuGroup::Active
+        })
+    }
+}

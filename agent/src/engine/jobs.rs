@@ -1,0 +1,273 @@
+//! Job lifecycle: reserving a job for a launch, taking processes over
+//! (launched or adopted), handing them back, noticing that jobs finished.
+use cosched_proto::{
+    control::JobState,
+    job::{JobId, SchedRequest},
+};
+
+use super::{Engine, EngineError, plan::Realisation};
+use crate::{
+    adoption,
+    kernel::{Kernel, is_gone},
+};
+
+impl<K: Kernel> Engine<K> {
+    /// Reserves a job id for a launch (before the process exists).
+    pub fn reserve_job(
+        &mut self,
+        id: JobId,
+        name: &str,
+        rank: u32,
+        sched: Option<SchedRequest>,
+    ) -> Result<(), EngineError> {
+        if let Some(s) = &sched {
+            s.validate().map_err(EngineError::BadSched)?;
+        }
+        self.reg.add_job(id, name, rank, sched, self.cfg.max_jobs)?;
+        Ok(())
+    }
+
+    /// Drops a job whose launch or adoption failed: every task it had is put
+    /// back and forgotten, then the job itself.
+    pub fn unreserve_job(&mut self, id: JobId) {
+        self.restore_tasks_of(id);
+        let _ = self.reg.finish(
+            id,
+            JobState::Exited {
+                code: None,
+                signal: None,
+            },
+            self.cfg.finished_retention,
+        );
+        let _ = self.reg.forget(id);
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+    }
+
+    /// Starts managing the process `pid` (every thread) as part of `job`.
+    /// Returns the number of tasks now tracked for it. On an error the
+    /// tasks taken so far stay with the job: the caller drops the job
+    /// ([`Self::unreserve_job`]).
+    pub fn manage_process(&mut self, job: JobId, pid: u32) -> Result<u32, EngineError> {
+        let tids = self.k.threads(pid).map_err(|e| {
+            if is_gone(&e) {
+                EngineError::NoSuchProcess(pid)
+            } else {
+                e.into()
+            }
+        })?;
+        if let Some((tid, other)) = tids
+            .iter()
+            .find_map(|&t| self.reg.task(t).map(|s| (t, s.job)))
+        {
+            return Err(adoption::Refusal::OtherJob {
+                pid: tid,
+                job: other,
+            }
+            .into());
+        }
+        let now = self.k.now_ns();
+        for &tid in &tids {
+            // Write-ahead, here rather than at the policy's first change:
+            // the journal write may block (see restore.rs).
+            if let Err(e) = self.ledger.record(&self.k, tid) {
+                if is_gone(&e) {
+                    continue;
+                }
+                return Err(e.into());
+            }
+            self.k.track(tid, pid, job)?;
+            let original = self.ledger.get(tid).map(|e| e.original).unwrap_or_default();
+            self.reg
+                .add_task(job, tid, pid, Realisation::untouched(original));
+            self.driver.task_added(tid, job, now);
+        }
+        if let Some(j) = self.reg.job_mut(job) {
+            j.pids.push(pid);
+        }
+        self.apply_policy_actions(None);
+        for &tid in &tids {
+            self.realize(tid, None);
+        }
+        self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+        Ok(tids.len() as u32)
+    }
+
+    /// Adopts running processes as a new job. Every pid is checked before
+    /// anything changes (see [`adoption`]), so a refusal or a typo leaves
+    /// no half-adopted job.
+    pub fn adopt(
+        &mut self,
+        job: JobId,
+        name: &str,
+        pids: &[u32],
+        sched: Option<SchedRequest>,
+    ) -> Result<u32, EngineError> {
+        if pids.is_empty() {
+            return Err(EngineError::NoProcess);
+        }
+        let mut pids = pids.to_vec();
+        pids.sort_unstable();
+        pids.dedup();
+        let node_cpus = self.node_cpus();
+        for &p in &pids {
+            let info = self.k.process_info(p).map_err(|e| {
+                if is_gone(&e) {
+                    EngineError::NoSuchProcess(p)
+                } else {
+                    e.into()
+                }
+            })?;
+            let managed_by = self.reg.task(p).map(|s| s.job);
+            adoption::check(&info, &self.protected, &node_cpus, managed_by)?;
+        }
+        self.reserve_job(job, name, 0, sched)?;
+        let mut n = 0;
+        for &p in &pids {
+            match self.manage_process(job, p) {
+                Ok(t) => n += t,
+                Err(e) => {
+                    self.unreserve_job(job);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// Hands a running job back: every task gets back what the agent
+    /// changed (attributes, cgroup, autogroup nice; stopped ones continue),
+    /// is no longer tracked, and the job is forgotten. Its processes keep
+    /// running.
+    pub fn release_job(&mut self, id: JobId) -> Result<u32, EngineError> {
+        let job = self
+            .reg
+            .job(id)
+            .ok_or(crate::registry::RegistryError::UnknownJob(id))?;
+        if job.state != JobState::Running {
+            return Err(crate::registry::RegistryError::UnknownJob(id).into());
+        }
+        let tasks = job.live.len() as u32;
+        for pid in job.pids.clone() {
+            self.launched.remove(&pid);
+            self.reaped.remove(&pid);
+        }
+        self.unreserve_job(id);
+        self.metrics.remove_job(id, "");
+        Ok(tasks)
+    }
+
+    /// Puts every task of `job` back and forgets it.
+    fn restore_tasks_of(&mut self, job: JobId) {
+        let now = self.k.now_ns();
+        for tid in self.reg.tasks_of(job) {
+            if let Err(e) = self.ledger.restore_one(&mut self.k, tid) {
+                tracing::warn!(tid, "restore failed: {e}");
+            }
+            self.forget_task(tid, now);
+        }
+    }
+
+    /// The one way a task stops being managed (it exited, or its job was
+    /// handed back): its final counters go to its job, and the registry,
+    /// the policy, the eBPF maps and the ledger all drop it.
+    pub(super) fn forget_task(&mut self, tid: u32, now_ns: u64) {
+        let last = self.k.task_stat(tid).ok().flatten();
+        self.reg.task_exited(tid, last.as_ref(), now_ns);
+        self.driver.task_exited(tid, now_ns);
+        let _ = self.k.untrack(tid);
+        self.ledger.forget(tid);
+        let _ = self.k.forget_sockets_of(&[tid]);
+    }
+
+    /// Drops a finished job's record and metric series.
+    pub fn forget_job(&mut self, id: JobId) -> Result<(), EngineError> {
+        let name = self.reg.job(id).map(|j| j.name.clone()).unwrap_or_default();
+        self.reg.forget(id)?;
+        self.metrics.remove_job(id, &name);
+        Ok(())
+    }
+
+    /// Marks `pid` as launched by this agent: its job ends only when the daemon
+    /// reports it reaped, with its exit status (not merely when it vanishes).
+    pub fn mark_launched(&mut self, pid: u32) {
+        self.launched.insert(pid);
+    }
+
+    /// A launched main process was reaped by the daemon.
+    pub fn process_reaped(&mut self, pid: u32, code: Option<i32>, signal: Option<i32>) {
+        self.reaped.insert(pid, JobState::Exited { code, signal });
+    }
+
+    /// Periodic work: counter snapshot, exits the event stream missed, job
+    /// completion, metrics. Returns jobs that finished in this poll.
+    pub fn poll(&mut self, now_ns: u64, agent_cpu_seconds: f64) -> Vec<JobId> {
+        if let Err(e) = self.ledger.flush() {
+            tracing::warn!("updating the restore journal: {e}");
+        }
+        let stats = match self.k.task_stats() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("reading task counters: {e}");
+                Vec::new()
+            }
+        };
+        // Exits whose event was lost (ring buffer full) still show in the map.
+        for (tid, s) in &stats {
+            if s.exited_ns != 0 {
+                self.on_exit(*tid, now_ns);
+            }
+        }
+        // Tasks that vanished without trace (never switched, or untracked).
+        let tracked: std::collections::HashSet<u32> = stats.iter().map(|(t, _)| *t).collect();
+        let missing: Vec<u32> = self
+            .reg
+            .tasks()
+            .map(|(t, _)| t)
+            .filter(|t| !tracked.contains(t) && self.k.start_time(*t).is_err())
+            .collect();
+        for tid in missing {
+            self.on_exit(tid, now_ns);
+        }
+        let live: Vec<_> = stats
+            .into_iter()
+            .filter(|(_, s)| s.exited_ns == 0)
+            .collect();
+        self.reg.apply_snapshot(&live, now_ns);
+
+        let finished = self.finished_jobs();
+        for &id in &finished {
+            let state = self
+                .reg
+                .job(id)
+                .and_then(|j| {
+                    j.pids.iter().find_map(|p| {
+                        self.launched.remove(p);
+                        self.reaped.remove(p)
+                    })
+                })
+                .unwrap_or(JobState::Exited {
+                    code: None,
+                    signal: None,
+                });
+            for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
+                self.metrics.remove_job(dropped, "");
+            }
+        }
+        self.export_metrics(agent_cpu_seconds);
+        finished
+    }
+
+    fn finished_jobs(&self) -> Vec<JobId> {
+        self.reg
+            .jobs()
+            .filter(|j| j.state == JobState::Running && j.live.is_empty() && !j.pids.is_empty())
+            .filter(|j| {
+                j.pids.iter().all(|p| {
+                    self.reaped.contains_key(p)
+                        || (!self.launched.contains(p) && self.k.start_time(*p).is_err())
+                })
+            })
+            .map(|j| j.id)
+            .collect()
+    }
+}

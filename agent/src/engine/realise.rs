@@ -1,0 +1,116 @@
+//! Realising what was decided for a task: its target (level, cgroup, watch
+//! flags), the plan from how it is realised now, the executor, and the
+//! accounting of the change (metrics, the job's actions and reaction
+//! latencies).
+use cosched_policy::local::{Level, TaskWatch};
+
+use super::{
+    Engine, execute,
+    plan::{self, KernelOp, Target},
+};
+use crate::{
+    enforce,
+    kernel::{Kernel, SchedAttr, is_gone},
+    wakeup,
+};
+
+fn level_name(level: Level) -> &'static str {
+    match level {
+        Level::Normal => "normal",
+        Level::Boost { .. } => "boost",
+        Level::Background => "background",
+        Level::Demote => "demote",
+        Level::Stop => "stop",
+    }
+}
+
+impl<K: Kernel> Engine<K> {
+    /// Brings task `tid` to the level it must have now. `trigger`: the eBPF
+    /// timestamp of the arrival that caused it (for the reaction latency).
+    pub(super) fn realize(&mut self, tid: u32, trigger: Option<u64>) {
+        let Some(state) = self.reg.task(tid).copied() else {
+            return;
+        };
+        let level = self.effective_level(tid);
+        let target = Target {
+            level,
+            group: self.wanted_group(level),
+            watch: wakeup::watch_flags(TaskWatch::of(&self.interest, level, state.wanted)),
+        };
+        let from = state.realised;
+        let base = match self.base_attr(tid) {
+            Ok(base) => base,
+            Err(e) if is_gone(&e) => return,
+            Err(e) => {
+                tracing::warn!(tid, "reading original attributes: {e}");
+                return;
+            }
+        };
+        let ops = plan::plan(&from, &target, &base, self.cfg.agent_priority);
+        if ops.is_empty() {
+            return;
+        }
+        let mut realised = from;
+        let result = execute::execute(
+            &mut self.k,
+            &mut self.ledger,
+            self.cpu_groups.as_ref(),
+            tid,
+            &ops,
+            &mut realised,
+            &target,
+        );
+        if let Some(s) = self.reg.task_mut(tid) {
+            s.realised = realised;
+        }
+        let name = level_name(level);
+        match result {
+            Ok(()) if from.level != level => self.count_level_change(tid, level, trigger),
+            Ok(()) => {
+                if ops.iter().any(|op| matches!(op, KernelOp::SetAttr(_))) {
+                    self.metrics.actions.with_label_values(&["job-sched"]).inc();
+                }
+            }
+            Err(e) if is_gone(&e) => {}
+            Err(e) => {
+                self.metrics.action_errors.with_label_values(&[name]).inc();
+                tracing::warn!(tid, level = name, "cannot apply policy level: {e}");
+            }
+        }
+    }
+
+    fn count_level_change(&mut self, tid: u32, level: Level, trigger: Option<u64>) {
+        self.metrics
+            .actions
+            .with_label_values(&[level_name(level)])
+            .inc();
+        let latency_us = trigger.map(|ts| self.k.now_ns().saturating_sub(ts) as f64 / 1e3);
+        if let Some(us) = latency_us {
+            self.metrics.reaction_latency.observe(us / 1e6);
+        }
+        let job = self.reg.task(tid).map(|s| s.job);
+        if let Some(j) = job.and_then(|j| self.reg.job_mut(j)) {
+            j.actions += 1;
+            if level.is_boost() {
+                j.boosts += 1;
+            }
+            if let Some(us) = latency_us {
+                j.latencies.push(us);
+            }
+        }
+    }
+
+    /// The attributes a task runs with when the policy leaves it alone: its
+    /// job's static request, or its original ones.
+    fn base_attr(&mut self, tid: u32) -> std::io::Result<SchedAttr> {
+        let job_sched = self
+            .reg
+            .task(tid)
+            .and_then(|s| self.reg.job(s.job))
+            .and_then(|j| j.sched);
+        match job_sched {
+            Some(req) => Ok(enforce::attr_for(&req)),
+            None => self.ledger.original(&self.k, tid),
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! What each policy needs to hear from the kernel, and when: the one place
+//! that decides which message arrivals and spin starts wake the agent.
+//!
+//! Waking the agent costs a cross-CPU wakeup and a context switch on a node
+//! whose CPUs the jobs want; every arrival it does not need is only counted by
+//! the eBPF programs and read at the policy's tick. So each policy states
+//! what it decides on at once ([`WakeInterest`]), and each task's current
+//! level and reason say what the eBPF side must report for it now
+//! ([`TaskWatch`]). The agent turns both into the eBPF settings and the
+//! per-task watch flags; nothing else decides it.
+use super::{Level, PolicyKind, Reason, config::LocalPolicyConfig};
+
+/// Which arrivals for a receiver that is ready but not running wake the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffCpuArrivals {
+    /// None: the policy reads the arrival counters at its tick.
+    Never,
+    /// For a receiver preempted while it waited (spun) for its message.
+    WhileWaiting,
+    /// For any ready receiver: preempted while waiting or while computing.
+    WhileReady,
+}
+
+/// What a policy decides on the moment it happens (node-wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WakeInterest {
+    pub off_cpu_arrivals: OffCpuArrivals,
+    /// A boosted task that starts waiting again: its boost ends at once.
+    /// Not for DCS's quantum boosts, which last their quantum.
+    pub boosted_spin_start: bool,
+}
+
+impl WakeInterest {
+    /// A policy that decides nothing at once (the baseline, or a policy
+    /// switched off).
+    pub const NOTHING: WakeInterest = WakeInterest {
+        off_cpu_arrivals: OffCpuArrivals::Never,
+        boosted_spin_start: false,
+    };
+
+    /// What `cfg`'s policy needs. Only DCS and DCS-SB decide on an arrival
+    /// for a ready receiver (the boost is their whole point); the others read
+    /// arrivals at their tick, and are told of every arrival for a task they
+    /// hold back through [`TaskWatch::held`].
+    pub fn of(cfg: &LocalPolicyConfig) -> Self {
+        let dcs = matches!(cfg.kind, PolicyKind::Dcs | PolicyKind::DcsSb);
+        if cfg.kind == PolicyKind::Local {
+            return Self::NOTHING;
+        }
+        WakeInterest {
+            off_cpu_arrivals: match (dcs, cfg.dcs.boost_computing) {
+                (false, _) => OffCpuArrivals::Never,
+                (true, false) => OffCpuArrivals::WhileWaiting,
+                (true, true) => OffCpuArrivals::WhileReady,
+            },
+            boosted_spin_start: !(dcs && !cfg.dcs.end_on_wait),
+        }
+    }
+}
+
+/// What the eBPF side must do for one task now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TaskWatch {
+    /// The task is boosted: it runs as soon as it can, so its arrivals wake
+    /// nobody.
+    pub boosted: bool,
+    /// Report the start of its next spin episode (its boost ends then).
+    pub spin_start: bool,
+    /// The policy holds it back until its next message: report every
+    /// arrival, wherever the task is.
+    pub held: bool,
+}
+
+impl TaskWatch {
+    /// For a task whose realised level is `applied`, while the policy wants
+    /// `wanted` (None: Normal) for it. A hold only counts when it is the
+    /// policy's own and waits for a message ([`Reason::awaits_message`]): a
+    /// gang slice's demotion or an FCS class priority is not ended by a
+    /// message, and reporting its arrivals would wake the agent for nothing.
+    pub fn of(interest: &WakeInterest, applied: Level, wanted: Option<(Level, Reason)>) -> Self {
+        if applied.is_boost() {
+            return TaskWatch {
+                boosted: true,
+                spin_start: interest.boosted_spin_start,
+                held: false,
+            };
+        }
+        let held = matches!(applied, Level::Demote | Level::Stop | Level::Background)
+            && wanted.is_some_and(|(level, why)| level == applied && why.awaits_message());
+        TaskWatch {
+            held,
+            ..TaskWatch::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(kind: PolicyKind, end_on_wait: bool, boost_computing: bool) -> LocalPolicyConfig {
+        let mut c = LocalPolicyConfig::for_kind(kind);
+        c.dcs.end_on_wait = end_on_wait;
+        c.dcs.boost_computing = boost_computing;
+        c
+    }
+
+    /// Every policy with every combination of the switches that change what
+    /// it hears: (policy, end_on_wait, boost_computing) -> (arrivals, boosted spin start).
+    #[test]
+    fn every_policy_and_switch_states_what_wakes_the_agent() {
+        use OffCpuArrivals::*;
+        use PolicyKind as P;
+        for kind in PolicyKind::ALL {
+            for end_on_wait in [false, true] {
+                for boost_computing in [false, true] {
+                    let got = WakeInterest::of(&cfg(kind, end_on_wait, boost_computing));
+                    let dcs = matches!(kind, P::Dcs | P::DcsSb);
+                    let want = match kind {
+                        P::Local => (Never, false),
+                        _ if dcs => (
+                            if boost_computing {
+                                WhileReady
+                            } else {
+                                WhileWaiting
+                            },
+                            end_on_wait,
+                        ),
+                        P::Sb | P::Sy | P::Pb | P::PbSb | P::Fcs => (Never, true),
+                        _ => unreachable!(),
+                    };
+                    assert_eq!(
+                        (got.off_cpu_arrivals, got.boosted_spin_start),
+                        want,
+                        "{kind:?} end_on_wait={end_on_wait} boost_computing={boost_computing}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn boosted_task_is_marked_boosted_and_watched_for_its_next_wait_per_policy() {
+        let boost = Level::Boost { prio: 10 };
+        let per_message = WakeInterest::of(&cfg(PolicyKind::Dcs, true, false));
+        let quantum = WakeInterest::of(&cfg(PolicyKind::Dcs, false, false));
+        let w = TaskWatch::of(&per_message, boost, Some((boost, Reason::ArrivalBoost)));
+        assert_eq!(
+            w,
+            TaskWatch {
+                boosted: true,
+                spin_start: true,
+                held: false
+            }
+        );
+        let w = TaskWatch::of(&quantum, boost, Some((boost, Reason::ArrivalBoost)));
+        assert!(
+            w.boosted && !w.spin_start,
+            "a quantum boost lasts its quantum"
+        );
+    }
+
+    #[test]
+    fn spin_block_hold_reports_every_arrival() {
+        let i = WakeInterest::of(&LocalPolicyConfig::for_kind(PolicyKind::Sb));
+        for level in [Level::Demote, Level::Stop, Level::Background] {
+            let w = TaskWatch::of(&i, level, Some((level, Reason::SpinThresholdBlock)));
+            assert!(w.held && !w.boosted, "{level:?}");
+        }
+    }
+
+    #[test]
+    fn class_priority_and_gang_demotion_are_not_waits() {
+        let i = WakeInterest::of(&LocalPolicyConfig::for_kind(PolicyKind::Fcs));
+        let w = TaskWatch::of(
+            &i,
+            Level::Background,
+            Some((Level::Background, Reason::FcsGroup)),
+        );
+        assert_eq!(w, TaskWatch::default(), "an FCS group is not a wait");
+        // The gang overlay demotes a task the policy leaves at Normal.
+        assert_eq!(TaskWatch::of(&i, Level::Demote, None), TaskWatch::default());
+        // The overlay stops a task the policy had demoted to wait: the
+        // applied level is not the policy's, its message does not end it.
+        let w = TaskWatch::of(
+            &i,
+            Level::Stop,
+            Some((Level::Demote, Reason::SpinThresholdBlock)),
+        );
+        assert_eq!(w, TaskWatch::default());
+    }
+
+    #[test]
+    fn normal_task_needs_nothing() {
+        for kind in PolicyKind::ALL {
+            let i = WakeInterest::of(&LocalPolicyConfig::for_kind(kind));
+            assert_eq!(TaskWatch::of(&i, Level::Normal, None), TaskWatch::default());
+        }
+    }
+}
