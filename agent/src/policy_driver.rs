@@ -28,6 +28,13 @@ const QUIET_AFTER_NS: u64 = 10_000_000;
 /// counters are built from the ticks' switch events
 /// ([`LocalPolicy::counts_every_tick`]).
 const QUIET_TICK_FACTOR: u64 = 10;
+/// The longest interval between ticks while no managed task runs at all
+/// (every one asleep or blocked): each tick that finds nothing ran doubles
+/// the interval up to this. A task that starts running again is seen at the
+/// next tick at the latest; an arrival or a spin start reported by the eBPF
+/// side brings the normal pace back at once. With many sleeping jobs the
+/// agent then wakes a few times a second instead of a hundred.
+const IDLE_TICK_MAX_NS: u64 = 100_000_000;
 
 pub struct PolicyDriver {
     policy: Box<dyn LocalPolicy>,
@@ -36,7 +43,12 @@ pub struct PolicyDriver {
     last_tick: u64,
     /// When a tick last saw a managed task in a spin episode.
     last_spin_seen: u64,
+    /// Consecutive ticks that found no managed task had run since the one
+    /// before.
+    idle_ticks: u32,
     prev: HashMap<u32, TaskStats>,
+    /// Tasks the policy was told about and not told are gone.
+    known: std::collections::HashSet<u32>,
     actions: Vec<Action>,
 }
 
@@ -118,7 +130,9 @@ impl PolicyDriver {
             tick_ns: tick_us * 1000,
             last_tick: 0,
             last_spin_seen: 0,
+            idle_ticks: 0,
             prev: HashMap::new(),
+            known: Default::default(),
             actions: Vec::new(),
         })
     }
@@ -137,6 +151,7 @@ impl PolicyDriver {
     }
 
     pub fn task_added(&mut self, tid: u32, job: u32, now: u64) {
+        self.known.insert(tid);
         self.feed(&Event::TaskAdded {
             task: TaskId(tid),
             info: TaskInfo::of_job(JobId(job)),
@@ -151,9 +166,11 @@ impl PolicyDriver {
         });
         self.policy.forget(TaskId(tid));
         self.prev.remove(&tid);
+        self.known.remove(&tid);
     }
 
     pub fn arrival(&mut self, tid: u32, at: u64, on_cpu: bool, spinning: bool) {
+        self.idle_ticks = 0;
         self.feed(&Event::MessageArrived {
             task: TaskId(tid),
             at,
@@ -164,6 +181,7 @@ impl PolicyDriver {
 
     pub fn spin_started(&mut self, tid: u32, at: u64) {
         self.last_spin_seen = self.last_spin_seen.max(at);
+        self.idle_ticks = 0;
         self.feed(&Event::SpinStarted {
             task: TaskId(tid),
             at,
@@ -189,6 +207,11 @@ impl PolicyDriver {
         }
     }
 
+    /// How many tasks the policy knows.
+    pub fn task_count(&self) -> usize {
+        self.known.len()
+    }
+
     /// When the last tick ran (0: none yet).
     pub fn last_tick(&self) -> u64 {
         self.last_tick
@@ -203,7 +226,9 @@ impl PolicyDriver {
         {
             self.tick_ns
         } else {
-            self.tick_ns * QUIET_TICK_FACTOR
+            let quiet = self.tick_ns * QUIET_TICK_FACTOR;
+            let idle = quiet.saturating_mul(1 << self.idle_ticks.saturating_sub(1).min(16));
+            idle.min(IDLE_TICK_MAX_NS).max(quiet)
         }
     }
 
@@ -227,6 +252,18 @@ impl PolicyDriver {
         if stats.iter().any(|(_, s)| spinning_since(s).is_some()) {
             self.last_spin_seen = now;
         }
+        let ran = stats.iter().any(|(tid, s)| {
+            s.on_cpu != 0
+                || self
+                    .prev
+                    .get(tid)
+                    .is_none_or(|p| p.switches_in != s.switches_in)
+        });
+        self.idle_ticks = if ran {
+            0
+        } else {
+            self.idle_ticks.saturating_add(1)
+        };
         let mut events = Vec::new();
         for (tid, s) in stats {
             events.extend(derived_events(*tid, self.prev.get(tid), s));
@@ -396,6 +433,37 @@ mod tests {
             ms,
             "FCS counts from every tick in gang slots"
         );
+    }
+
+    #[test]
+    fn ticks_back_off_while_no_task_runs_and_resume_at_an_arrival() {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Dcs), 1000).unwrap();
+        let ms = 1_000_000;
+        let asleep = TaskStats {
+            switches_in: 5,
+            ..TaskStats::default()
+        };
+        let mut now = 100 * ms;
+        let mut intervals = Vec::new();
+        for _ in 0..8 {
+            now += d.tick_ns();
+            d.tick(now, &[(7, asleep)], &[]);
+            intervals.push(d.tick_ns() / ms);
+        }
+        assert_eq!(
+            intervals,
+            [10, 10, 20, 40, 80, 100, 100, 100],
+            "quiet after 10 ms without a spin, then doubling up to 100 ms"
+        );
+        d.arrival(7, now, false, false);
+        assert_eq!(d.tick_ns(), 10 * ms, "an arrival ends the idle back-off");
+        let ran = TaskStats {
+            switches_in: 6,
+            ..asleep
+        };
+        d.tick(now + 10 * ms, &[(7, asleep)], &[]);
+        d.tick(now + 20 * ms, &[(7, ran)], &[]);
+        assert_eq!(d.tick_ns(), 10 * ms, "a task that ran ends it too");
     }
 
     #[test]

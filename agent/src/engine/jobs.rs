@@ -67,15 +67,16 @@ impl<K: Kernel> Engine<K> {
         }
         let now = self.k.now_ns();
         for &tid in &tids {
+            self.k.track(tid, pid, job)?;
             // Write-ahead, here rather than at the policy's first change:
             // the journal write may block (see restore.rs).
             if let Err(e) = self.ledger.record(&self.k, tid) {
+                let _ = self.k.untrack(tid);
                 if is_gone(&e) {
                     continue;
                 }
                 return Err(e.into());
             }
-            self.k.track(tid, pid, job)?;
             let original = self.ledger.get(tid).map(|e| e.original).unwrap_or_default();
             self.reg
                 .add_task(job, tid, pid, Realisation::untouched(original));

@@ -5,6 +5,9 @@ use cosched_proto::job::SchedRequest;
 use super::*;
 use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 
+mod lifecycle;
+mod reactions;
+
 fn engine() -> Engine<FakeKernel> {
     engine_with("local")
 }

@@ -1,0 +1,177 @@
+//! Adoption, hand-back and forgetting: nothing the agent knew or set about a
+//! task survives it leaving, and what may not be adopted is refused before
+//! anything changes.
+use std::path::PathBuf;
+
+use super::*;
+use cosched_policy::local::Level;
+
+use crate::kernel::ProcessInfo;
+
+/// Nothing anywhere still knows `tid`: registry, policy, eBPF maps, ledger.
+fn assert_forgotten(e: &Engine<FakeKernel>, tid: u32) {
+    assert!(e.reg.task(tid).is_none(), "registry still has {tid}");
+    assert!(!e.k.tracked.contains_key(&tid), "eBPF still tracks {tid}");
+    assert!(!e.k.watched.contains_key(&tid), "eBPF still watches {tid}");
+    assert!(e.ledger.get(tid).is_none(), "ledger still has {tid}");
+}
+
+#[test]
+fn rolled_back_adoption_leaves_no_task_state_anywhere() {
+    let mut e = engine_with("dcs");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn(200, SchedAttr::other(0));
+    e.k.deny_track.push(200);
+    // Under a demoting slice of another job, task 100 is demoted as soon as
+    // it is taken; then 200 fails and the whole adoption is rolled back.
+    e.set_gang(Some(Gang {
+        active: [9].into(),
+        strict: false,
+    }));
+    assert!(e.adopt(1, "a", &[100, 200], None).is_err());
+    assert!(e.reg.job(1).is_none());
+    assert_eq!(e.driver.task_count(), 0, "the policy still knows a task");
+    assert_forgotten(&e, 100);
+    assert_forgotten(&e, 200);
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "demotion undone");
+    // Adopted again, it is realised from scratch (no stale level).
+    e.set_gang(None);
+    e.adopt(2, "b", &[100], None).unwrap();
+    assert_eq!(e.reg.task(100).unwrap().realised.level, Level::Normal);
+    assert_eq!(e.k.attr(100), SchedAttr::other(0));
+}
+
+#[test]
+fn released_job_is_handed_back_untouched_and_keeps_running() {
+    let mut e = engine_with("sb");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn_thread(101, 100, SchedAttr::other(0));
+    e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 10 }))
+        .unwrap();
+    e.set_gang(Some(Gang {
+        active: [9].into(),
+        strict: true,
+    }));
+    assert!(e.k.tasks[&100].stopped);
+    assert_eq!(e.release_job(1).unwrap(), 2);
+    for tid in [100, 101] {
+        assert_eq!(e.k.attr(tid), SchedAttr::other(0), "{tid}");
+        assert!(!e.k.tasks[&tid].stopped, "{tid} continued");
+        assert_forgotten(&e, tid);
+    }
+    assert!(e.k.tasks.contains_key(&100), "not killed");
+    assert!(e.reg.job(1).is_none());
+    assert_eq!(e.driver.task_count(), 0);
+    assert!(matches!(
+        e.release_job(1),
+        Err(EngineError::Registry(RegistryError::UnknownJob(1)))
+    ));
+}
+
+fn refused(e: &mut Engine<FakeKernel>, pid: u32) -> String {
+    e.k.calls.clear();
+    let err = e.adopt(5, "x", &[pid], None).unwrap_err();
+    assert!(e.reg.job(5).is_none(), "no job left behind");
+    assert!(e.k.calls.is_empty(), "nothing changed: {:?}", e.k.calls);
+    err.to_string()
+}
+
+#[test]
+fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
+    let mut e = engine();
+    e.k.spawn(1, SchedAttr::other(0));
+    assert!(refused(&mut e, 1).contains("init"));
+    e.k.spawn(2, SchedAttr::other(0));
+    e.k.processes.insert(
+        2,
+        ProcessInfo {
+            pid: 2,
+            state: 'S',
+            kernel_thread: true,
+            exe: None,
+            allowed_cpus: vec![0, 1],
+        },
+    );
+    assert!(refused(&mut e, 2).contains("kernel thread"));
+    e.k.spawn(3, SchedAttr::other(0));
+    e.k.processes.insert(
+        3,
+        ProcessInfo {
+            pid: 3,
+            state: 'Z',
+            kernel_thread: false,
+            exe: None,
+            allowed_cpus: vec![0],
+        },
+    );
+    assert!(refused(&mut e, 3).contains("zombie"));
+    e.k.spawn(4, SchedAttr::other(0));
+    e.k.processes.insert(
+        4,
+        ProcessInfo {
+            pid: 4,
+            state: 'S',
+            kernel_thread: false,
+            exe: Some(PathBuf::from("/usr/bin/cosched-agent")),
+            allowed_cpus: vec![0],
+        },
+    );
+    assert!(refused(&mut e, 4).contains("cosched daemon"));
+}
+
+#[test]
+fn the_agent_and_its_guardian_are_refused() {
+    let mut e = engine();
+    let me = std::process::id();
+    e.k.spawn(me, SchedAttr::other(0));
+    assert!(refused(&mut e, me).contains("this agent"));
+    e.k.spawn(77, SchedAttr::other(0));
+    e.set_guardian(Some(77));
+    assert!(refused(&mut e, 77).contains("guardian"));
+}
+
+#[test]
+fn a_task_of_another_job_is_refused_and_keeps_its_job() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.adopt(1, "a", &[100], None).unwrap();
+    e.k.calls.clear();
+    assert!(refused(&mut e, 100).contains("job 1"));
+    assert_eq!(e.reg.task(100).unwrap().job, 1);
+}
+
+#[test]
+fn a_process_allowed_outside_the_node_cpus_is_refused() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.allowed_cpus = vec![0, 1];
+    assert!(refused(&mut e, 100).contains("outside this node's CPUs"));
+}
+
+#[test]
+fn an_empty_pid_list_says_so() {
+    let mut e = engine();
+    let err = e.adopt(1, "a", &[], None).unwrap_err();
+    assert!(err.to_string().contains("no process given"), "{err}");
+}
+
+#[test]
+fn cpus_cannot_change_by_reload_nor_name_a_missing_cpu() {
+    let mut e = engine();
+    let moved = Config::parse("node = \"n0\"\ncpus = [1]", "t");
+    let outcome = e.reload(moved);
+    assert!(
+        !outcome.accepted && outcome.message.contains("cpus"),
+        "{outcome:?}"
+    );
+    assert_eq!(e.node_cpus(), vec![0]);
+}
+
+#[test]
+fn no_policy_tick_without_a_task() {
+    let mut e = engine_with("dcs");
+    assert_eq!(e.next_policy_tick(), None, "nothing to look at");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.adopt(1, "a", &[100], None).unwrap();
+    assert!(e.next_policy_tick().is_some());
+}

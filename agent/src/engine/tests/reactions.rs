@@ -1,0 +1,112 @@
+//! The arrival → decision → kernel path, the eBPF settings each policy
+//! needs, and the coordinator's policy override.
+use cosched_agent_common::{event_flags, offcpu_arrival};
+
+use super::*;
+
+/// DCS: a receiver preempted while it spun gets its message: the arrival
+/// record boosts it at once, and the reaction is recorded from the record's
+/// timestamp.
+#[test]
+fn preempted_spinner_is_boosted_on_arrival_and_the_reaction_is_recorded() {
+    let mut e = engine_with("dcs");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn(200, SchedAttr::other(0));
+    e.adopt(1, "receiver", &[100], None).unwrap();
+    e.adopt(2, "other", &[200], None).unwrap();
+    e.k.now = 1_000_000_000;
+    // 100 spun and was preempted by 200, which computes on CPU 0.
+    *e.k.stats_mut(100) = TaskStats {
+        switches_in: 1,
+        switches_out_preempted: 1,
+        last_out_preempted: 1,
+        last_run_start_ns: e.k.now - 3_000_000,
+        last_switch_out_ns: e.k.now - 2_000_000,
+        spin_episode_start_ns: e.k.now - 2_500_000,
+        recv_empty: 40,
+        ..TaskStats::default()
+    };
+    *e.k.stats_mut(200) = TaskStats {
+        switches_in: 1,
+        on_cpu: 1,
+        last_run_start_ns: e.k.now - 2_000_000,
+        ..TaskStats::default()
+    };
+    e.k.cpus.insert(
+        0,
+        cosched_agent_common::CpuSlot {
+            tid: 200,
+            job_id: 2,
+            managed: 1,
+            ..Default::default()
+        },
+    );
+    e.policy_tick();
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "no message yet");
+    let sent_at = e.k.now;
+    e.k.now += 40_000;
+    e.k.events.push_back(Event {
+        kind: event_kind::ARRIVAL,
+        tid: 100,
+        job_id: 1,
+        flags: event_flags::TASK_SPINNING,
+        ts_ns: sent_at,
+        arg: 0,
+    });
+    e.drain_events();
+    let a = e.k.attr(100);
+    assert_eq!(a.policy, SchedPolicy::Fifo, "boosted: {a:?}");
+    assert_ne!(
+        e.k.watched.get(&100).copied().unwrap_or(0) & watch_flags::BOOSTED,
+        0,
+        "its next arrivals wake nobody"
+    );
+    let job = e.reg.job(1).unwrap();
+    assert_eq!((job.boosts, job.latencies.count), (1, 1));
+    assert_eq!(job.latencies.percentile(50.0), 40.0, "µs from the record");
+    assert_eq!(e.metrics.reaction_latency.get_sample_count(), 1);
+}
+
+#[test]
+fn each_policy_writes_its_wake_up_settings_and_a_switch_rewrites_them() {
+    let mut e = engine_with("local");
+    assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::OFF);
+    let text = "node = \"n0\"\ncpus = [0]\npolicy = \"dcs\"\n[dcs]\nboost_computing = true";
+    assert!(e.reload(Config::parse(text, "t")).accepted);
+    assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::READY);
+    assert!(
+        e.reload(Config::parse(
+            "node = \"n0\"\ncpus = [0]\npolicy = \"sb\"",
+            "t"
+        ))
+        .accepted
+    );
+    assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::OFF);
+}
+
+#[test]
+fn coordinator_policy_overrides_the_file_until_it_leaves() {
+    let mut e = engine_with("local");
+    assert_eq!(e.k.own_attr, SchedAttr::other(0));
+    e.set_coordinator_policy(Some(cosched_policy::local::PolicyKind::Dcs), true);
+    assert_eq!(e.running_policy().as_str(), "dcs");
+    assert_eq!(
+        e.k.own_attr.policy,
+        SchedPolicy::Fifo,
+        "the agent acts in real time"
+    );
+    assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::WAITING);
+    // A reload of the file keeps the coordinator's choice.
+    assert!(
+        e.reload(Config::parse(
+            "node = \"n0\"\ncpus = [0]\npolicy = \"sb\"",
+            "t"
+        ))
+        .accepted
+    );
+    assert_eq!(e.running_policy().as_str(), "dcs");
+    assert_eq!(e.cfg().policy.as_str(), "sb");
+    e.set_coordinator_policy(None, false);
+    assert_eq!(e.running_policy().as_str(), "sb", "the file's policy again");
+    assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::OFF);
+}
