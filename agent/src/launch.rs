@@ -62,6 +62,20 @@ fn cpu_set(cpus: &[u32]) -> libc::cpu_set_t {
     }
 }
 
+/// Where an agent with `state_dir` puts its ranks' stdout/stderr.
+pub fn log_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("jobs")
+}
+
+/// The agent's identity in the processes it launches
+/// ([`cosched_proto::job::env::LAUNCHER`]): its canonical `log_dir`.
+pub fn launcher_id(log_dir: &Path) -> String {
+    fs::canonicalize(log_dir)
+        .unwrap_or_else(|_| log_dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
 /// Spawns the gate for one rank of a job. `log_dir` receives its stdout/stderr.
 pub fn spawn_gated(
     spec: &JobSpec,
@@ -69,6 +83,9 @@ pub fn spawn_gated(
     cpus: &[u32],
     log_dir: &Path,
 ) -> anyhow::Result<Gated> {
+    // The gate would fail the same way, but only into the rank's stderr file.
+    crate::program::find(&spec.command, spec.env.get("PATH").map(String::as_str))
+        .map_err(anyhow::Error::msg)?;
     fs::create_dir_all(log_dir).with_context(|| format!("creating {}", log_dir.display()))?;
     let base = format!("job-{}-r{}", spec.job_id, spec.rank);
     let stdout = log_dir.join(format!("{base}.out"));
@@ -92,12 +109,10 @@ pub fn spawn_gated(
         .arg(&spec.command)
         .args(&spec.args)
         .env_clear()
-        .env(
-            "PATH",
-            std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into()),
-        )
+        .env("PATH", crate::program::agent_search_path())
         .envs(spec.cosched_env(node))
         .envs(&spec.env)
+        .env(cosched_proto::job::env::LAUNCHER, launcher_id(log_dir))
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err)

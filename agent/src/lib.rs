@@ -8,7 +8,8 @@
 //!   adopted; what the eBPF side must report).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
-//! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
+//! - [`coord`]: the optional link to the coordinator (gang slices, jobs);
+//!   [`program`] and [`leftovers`] answer its program checks and reap orders.
 pub mod adoption;
 pub mod config;
 pub mod control;
@@ -21,8 +22,10 @@ pub mod engine;
 pub mod guardian;
 pub mod kernel;
 pub mod launch;
+pub mod leftovers;
 pub mod metrics;
 pub mod policy_driver;
+pub mod program;
 pub mod registry;
 pub mod restore;
 pub mod tracefs;

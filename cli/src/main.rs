@@ -38,6 +38,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Submit a job: `cosched submit --name ring --nodes 2 -- /usr/bin/prog args...`.
+    /// The agents of the nodes it would run on first check that the program
+    /// can start there (a path, or a name in the job's or the agent's PATH);
+    /// if one cannot, the job is refused with the node and the reason.
     Submit {
         #[arg(long)]
         name: String,

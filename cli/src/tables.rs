@@ -161,6 +161,12 @@ pub fn nodes(nodes: &[NodeView]) -> String {
                     |uncertainty| format!("{:.1}", uncertainty as f64 / 1e3),
                 ),
                 format!("{:?}", node.jobs),
+                node.protocol.clone().unwrap_or_else(|| "-".into()),
+                if node.unreaped.is_empty() {
+                    "-".into()
+                } else {
+                    node.unreaped.join(", ")
+                },
             ]
         })
         .collect();
@@ -174,6 +180,8 @@ pub fn nodes(nodes: &[NodeView]) -> String {
             "OFFSET_US",
             "+-US",
             "JOBS",
+            "PROTOCOL",
+            "TO_REAP",
         ],
         &rows,
     )

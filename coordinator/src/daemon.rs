@@ -15,11 +15,11 @@ use tokio::{
 use crate::{
     admin::{
         self,
-        protocol::{JobStateView, Reply, Request, Response},
+        protocol::{JobStateView, JobView, Reply, Request, Response},
     },
     clock::{monotonic_ns, unix_ms},
     config::Config,
-    core::{Core, CoreConfig, Effect},
+    core::{Core, CoreConfig, Effect, Submitted},
     metrics::Metrics,
     net::{ConnContext, ConnEvent, Outgoing, accept_loop},
     persist::{self, Persister},
@@ -41,6 +41,8 @@ struct Daemon {
     connections: HashMap<u64, Connection>,
     /// The registered connection of each node.
     node_conn: Vec<Option<u64>>,
+    /// Submitters waiting for their program checks, by check id.
+    submitters: HashMap<u64, oneshot::Sender<Response>>,
 }
 
 /// Builds the core from the state file (or empty) under `config`.
@@ -107,6 +109,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics,
         persister,
         connections: HashMap::new(),
+        submitters: HashMap::new(),
     };
     daemon.apply_effects();
     tracing::info!(
@@ -124,11 +127,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let mut next_start_ns = monotonic_ns() + slice_ns;
     loop {
         let plan_at = instant_at(next_start_ns.saturating_sub(lead_ns));
+        let checks_due = daemon.core.next_check_deadline().map(instant_at);
         tokio::select! {
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
             Some(event) = events.recv() => daemon.on_event(event),
             Some((request, reply)) = calls.recv() => daemon.on_admin(request, reply),
+            () = sleep_until_some(checks_due) => {
+                daemon.core.expire_checks(monotonic_ns());
+                daemon.apply_effects();
+            }
             () = tokio::time::sleep_until(plan_at) => {
                 let now = monotonic_ns();
                 if next_start_ns < now + lead_ns / 2 {
@@ -155,6 +163,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Sleeps until `at`; forever without one.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The tokio instant of a CLOCK_MONOTONIC time (both count the same clock).
 fn instant_at(monotonic: u64) -> Instant {
     Instant::now() + Duration::from_nanos(monotonic.saturating_sub(monotonic_ns()))
@@ -174,6 +190,11 @@ impl Daemon {
             match effect {
                 Effect::Send { node, message } => self.send(node, message),
                 Effect::Persist => persist = true,
+                Effect::Submitted { check, result } => {
+                    if let Some(reply) = self.submitters.remove(&check) {
+                        self.answer_submitter(result, reply);
+                    }
+                }
             }
         }
         if persist {
@@ -219,8 +240,9 @@ impl Daemon {
                 conn,
                 register,
                 peer,
+                protocol,
                 outbox,
-            } => match self.core.register(&register, peer.ip(), conn) {
+            } => match self.core.register(&register, peer.ip(), conn, protocol) {
                 Ok(node) => {
                     if let Some(old) = self.node_conn[node].replace(conn) {
                         // Dropping its outbox ends the older connection.
@@ -288,6 +310,12 @@ impl Daemon {
                 }
             }
             Message::UtilReport(report) => self.core.util_report(node, &report),
+            Message::ProgramChecked(checked) => {
+                if let Err(why) = self.core.program_checked(node, &checked, received_ns) {
+                    tracing::debug!(node = %name, "program check answer ignored: {why}");
+                }
+            }
+            Message::RanksReaped(reaped) => self.core.ranks_reaped(node, &reaped),
             Message::SliceSwitched(switched) => {
                 let observations = self.core.slice_switched(node, &switched);
                 self.metrics.observe(&observations);
@@ -306,8 +334,45 @@ impl Daemon {
     }
 
     fn on_admin(&mut self, request: Request, reply: oneshot::Sender<Response>) {
+        if let Request::Submit { job } = request {
+            // Answered once the agents confirmed the program (or at once).
+            match self.core.submit(job, unix_ms(), monotonic_ns()) {
+                Ok(Submitted::Checking(check)) => {
+                    self.submitters.insert(check, reply);
+                }
+                Ok(Submitted::Job(job)) => self.answer_submitter(Ok(*job), reply),
+                Err(why) => self.answer_submitter(Err(why), reply),
+            }
+            self.apply_effects();
+            return;
+        }
         let op = op_name(&request);
         let result = self.answer(request);
+        self.reply_admin(op, result, reply);
+        self.apply_effects();
+    }
+
+    fn answer_submitter(&self, result: Result<JobView, String>, reply: oneshot::Sender<Response>) {
+        if let Ok(job) = &result {
+            self.metrics.jobs_submitted.inc();
+            tracing::info!(job = job.id, name = %job.name, state = job.state.as_str(), "job submitted");
+            if reply.is_closed() {
+                // The CLI's --timeout ran out during the program check.
+                tracing::warn!(
+                    job = job.id,
+                    "the submitter stopped waiting; the job is admitted all the same"
+                );
+            }
+        }
+        self.reply_admin("submit", result.map(|job| Reply::Submitted { job }), reply);
+    }
+
+    fn reply_admin(
+        &self,
+        op: &'static str,
+        result: Result<Reply, String>,
+        reply: oneshot::Sender<Response>,
+    ) {
         let outcome = if result.is_ok() { "ok" } else { "error" };
         self.metrics
             .admin_requests
@@ -318,17 +383,12 @@ impl Daemon {
             Err(message) => Response::Error(message),
         };
         let _ = reply.send(response);
-        self.apply_effects();
     }
 
     fn answer(&mut self, request: Request) -> Result<Reply, String> {
         Ok(match request {
-            Request::Submit { job } => {
-                let job = self.core.submit(job, unix_ms())?;
-                self.metrics.jobs_submitted.inc();
-                tracing::info!(job = job.id, name = %job.name, state = job.state.as_str(), "job submitted");
-                Reply::Submitted { job }
-            }
+            // Never here: `on_admin` answers submissions once they are checked.
+            Request::Submit { .. } => return Err("submit is answered asynchronously".into()),
             Request::Jobs { all } => Reply::Jobs {
                 jobs: self.core.jobs_view(all),
             },

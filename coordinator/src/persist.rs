@@ -150,6 +150,7 @@ mod tests {
             job_port_base: 20000,
             job_port_count: 10,
             finished_retention: 10,
+            check_timeout_ns: 1_000_000_000,
         })
         .unwrap()
     }

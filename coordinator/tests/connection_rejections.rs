@@ -134,9 +134,13 @@ async fn a_forged_frame_after_registering_is_dropped_and_the_link_goes_on() {
     // Keep the outbox: dropping it is how the main loop closes a connection.
     let _outbox = match harness.events.recv().await.unwrap() {
         ConnEvent::Registered {
-            register, outbox, ..
+            register,
+            outbox,
+            protocol,
+            ..
         } => {
             assert_eq!(register.node_name, "n0");
+            assert_eq!(protocol, cosched_proto::wire::ProtocolVersion::CURRENT);
             outbox
         }
         other => panic!("expected a registration, got {other:?}"),

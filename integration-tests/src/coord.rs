@@ -7,6 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
+use cosched_proto::control::{Reply, Request};
 use serde_json::Value;
 
 use crate::{agent::metric_sum, netns::NodePair};
@@ -270,16 +271,28 @@ pub struct TestCluster {
 impl TestCluster {
     /// `agent_extra` goes into each agent's `[coordinator]` table.
     pub fn start(subnet: u8, opts: CoordOpts<'_>, agent_extra: &str) -> Self {
+        Self::start_with(subnet, opts, |_| String::new(), agent_extra)
+    }
+
+    /// Like [`Self::start`]; `agent_config(i)` adds top-level keys to node
+    /// `i`'s agent config (e.g. its `cgroup_root`).
+    pub fn start_with(
+        subnet: u8,
+        opts: CoordOpts<'_>,
+        agent_config: impl Fn(usize) -> String,
+        agent_extra: &str,
+    ) -> Self {
         let nodes = NodePair::new(subnet);
         let coordinator = TestCoordinator::start(&nodes, opts);
         let table = coordinator.agent_table(agent_extra);
         let agents = (0..2)
             .map(|index| {
+                let extra = format!("{}\n{table}", agent_config(index));
                 crate::agent::TestAgent::start(crate::agent::AgentOpts {
                     node: ["n0", "n1"][index],
                     cpus: vec![index as u32],
                     netns: Some((&nodes, index)),
-                    extra: &table,
+                    extra: &extra,
                 })
             })
             .collect();
@@ -312,6 +325,41 @@ impl TestCluster {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The coordinator's view of node `index` (`cosched nodes`).
+    pub fn node_view(&self, index: usize) -> Value {
+        self.coordinator.call(&["nodes"])["nodes"]["nodes"][index].clone()
+    }
+
+    /// Waits until the coordinator sees node `index` as `connected`.
+    pub fn wait_node(&self, index: usize, connected: bool, timeout: Duration) {
+        wait_until(
+            &format!("n{index} connected = {connected}"),
+            timeout,
+            || self.node_view(index)["connected"] == connected,
+        );
+    }
+
+    /// The processes of job `id`'s rank on each node, as its agent reports
+    /// them.
+    pub fn rank_processes(&self, id: u32) -> [Vec<crate::proc::Process>; 2] {
+        [0, 1].map(|index| {
+            let Ok(Reply::Jobs { jobs }) = self.agents[index].call(Request::Jobs) else {
+                panic!("agent n{index}: jobs");
+            };
+            let rank = jobs
+                .into_iter()
+                .find(|job| job.job_id == id)
+                .unwrap_or_else(|| panic!("n{index} runs no rank of job {id}"));
+            let processes: Vec<crate::proc::Process> = rank
+                .pids
+                .iter()
+                .filter_map(|&pid| crate::proc::Process::of(pid))
+                .collect();
+            assert!(!processes.is_empty(), "{rank:?}");
+            processes
+        })
     }
 
     /// Everything the processes logged, for failure messages.

@@ -51,6 +51,39 @@ pub fn state_of(pid: u32) -> Option<char> {
         .next()
 }
 
+/// A process by pid and start time, so a reused pid is not mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Process {
+    pub pid: u32,
+    start: u64,
+}
+
+impl Process {
+    /// The process that has `pid` now.
+    pub fn of(pid: u32) -> Option<Self> {
+        Some(Self {
+            pid,
+            start: start_time(pid)?,
+        })
+    }
+
+    /// Whether it has not exited (a zombie has).
+    pub fn is_alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start)
+            && state_of(self.pid).is_some_and(|state| state != 'Z' && state != 'X')
+    }
+}
+
+/// Field 22 of /proc/<pid>/stat: start time in clock ticks since boot.
+fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
 /// A sleeping child process the test owns; killed on drop.
 pub struct Sleeper(pub std::process::Child);
 

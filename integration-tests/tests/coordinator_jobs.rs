@@ -1,9 +1,10 @@
 //! Jobs through the coordinator on a real two-node cluster: submit → launch
-//! on both agents → run → complete; cancel; FCFS queueing; clear CLI errors.
+//! on both agents → run → complete; cancel; FCFS queueing; clear CLI errors;
+//! a program that cannot start is refused at submit.
 use std::time::Duration;
 
 use cosched_integration_tests::{
-    coord::{CoordOpts, TestCluster, state},
+    coord::{CoordOpts, TestCluster, coord_bin, state},
     proc::sched_of,
     require_root,
 };
@@ -115,24 +116,97 @@ fn cli_errors_name_the_problem() {
     assert!(error.contains("rt:<period_ns>"), "{error}");
     let error = coordinator.cli(&["policy", "set", "lottery"]).unwrap_err();
     assert!(error.contains("lottery"), "{error}");
-    let output = std::process::Command::new(cosched_integration_tests::coord::coord_bin("cosched"))
+    let output = std::process::Command::new(coord_bin("cosched"))
         .args(["--socket", "/nonexistent/coordinator.sock", "jobs"])
         .output()
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot reach the coordinator"), "{stderr}");
-    // A job that cannot start is reported as failed with the agent's reason.
-    let reply = coordinator.call(&[
-        "submit",
-        "--name",
-        "missing",
-        "--nodes",
-        "2",
-        "--",
-        "/nonexistent/program",
-    ]);
-    let id = reply["submitted"]["job"]["id"].as_u64().unwrap() as u32;
-    let failed = coordinator.wait_job(id, Duration::from_secs(10), |job| state(job) != "running");
-    assert_eq!(state(&failed), "failed", "{failed:#}");
+}
+
+#[test]
+fn submit_of_a_program_that_cannot_start_fails_naming_the_node_and_nothing_runs() {
+    require_root();
+    let cluster = TestCluster::start(71, CoordOpts::default(), "");
+    let coordinator = &cluster.coordinator;
+    let submit = |command: &[&str], extra: &[&str]| {
+        let mut args = vec![
+            "--socket".to_string(),
+            coordinator.socket.display().to_string(),
+            "submit".into(),
+            "--name".into(),
+            "bad".into(),
+            "--nodes".into(),
+            "2".into(),
+        ];
+        args.extend(extra.iter().map(|arg| arg.to_string()));
+        args.push("--".into());
+        args.extend(command.iter().map(|arg| arg.to_string()));
+        std::process::Command::new(coord_bin("cosched"))
+            .args(&args)
+            .output()
+            .unwrap()
+    };
+    let refused = |program: &str, extra: &[&str]| {
+        let output = submit(&[program], extra);
+        assert!(
+            !output.status.success(),
+            "{program} was accepted: {output:?}"
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+
+    let error = refused("/nonexistent/program", &[]);
+    assert!(
+        error.contains(
+            "cannot start \"/nonexistent/program\" on n0: /nonexistent/program: no such file; \
+             on n1: /nonexistent/program: no such file"
+        ),
+        "{error}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.sh");
+    std::fs::write(&data, "#!/bin/sh\n").unwrap();
+    let error = refused(data.to_str().unwrap(), &[]);
+    assert!(error.contains("not executable"), "{error}");
+    let error = refused("cosched-no-such-program", &[]);
+    assert!(
+        error.contains("on n0: cosched-no-such-program: not found in PATH"),
+        "{error}"
+    );
+    // The job's own PATH is where a bare name is looked up.
+    let synth_dir = cosched_integration_tests::bin("cosched-synth");
+    let synth_dir = synth_dir.parent().unwrap().display().to_string();
+    let error = refused("cosched-synth", &["--env", "PATH=/nonexistent"]);
+    assert!(error.contains("not found in PATH /nonexistent"), "{error}");
+    // Nothing was admitted, nothing ran.
+    let jobs = coordinator.call(&["jobs", "--all"]);
+    assert_eq!(jobs["jobs"]["jobs"], serde_json::json!([]), "{jobs:#}");
+    for agent in &cluster.agents {
+        let Ok(Reply::Jobs { jobs }) = agent.call(Request::Jobs) else {
+            panic!("agent jobs");
+        };
+        assert!(jobs.is_empty(), "{jobs:?}");
+    }
+
+    // A silent agent (stopped) refuses the job by name too.
+    cluster.agents[1].signal(libc::SIGSTOP);
+    let error = refused("/bin/true", &[]);
+    cluster.agents[1].signal(libc::SIGCONT);
+    assert!(
+        error.contains("on n1: its agent did not answer")
+            || error.contains("on n1: its agent disconnected before answering"),
+        "{error}"
+    );
+    cluster.wait_connected(Duration::from_secs(10));
+
+    let path = format!("PATH={synth_dir}");
+    let output = submit(&["cosched-synth", "--duration", "0.5"], &["--env", &path]);
+    assert!(output.status.success(), "{output:?}");
+    let reply = coordinator.call(&["jobs"]);
+    let id = reply["jobs"]["jobs"][0]["id"].as_u64().unwrap() as u32;
+    assert_eq!(id, 1, "the refused submissions used no job id");
+    let done = coordinator.wait_job(id, Duration::from_secs(15), |job| state(job) != "running");
+    assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
 }

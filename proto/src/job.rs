@@ -18,6 +18,12 @@ pub mod env {
     pub const SIZE: &str = "COSCHED_SIZE";
     pub const PEERS: &str = "COSCHED_PEERS";
     pub const NODE: &str = "COSCHED_NODE";
+    /// Which agent launched the process (the canonical directory of its rank
+    /// logs, under its `state_dir`): unique per agent on a machine and the
+    /// same after a restart, so a restarted agent recognises the ranks its
+    /// node left behind and no other agent on the machine (another test or
+    /// development cluster with the same node names) takes them.
+    pub const LAUNCHER: &str = "COSCHED_LAUNCHER";
 }
 
 /// One rank of a job, to be launched on one node.

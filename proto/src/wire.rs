@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | 0 | 4 | magic `b"CSCW"` |
 //! | 4 | 1 | protocol major version (must equal [`PROTOCOL_MAJOR`]) |
-//! | 5 | 1 | protocol minor version (newer minors are accepted) |
+//! | 5 | 1 | protocol minor version (newer minors are accepted; see [`PROTOCOL_MINOR`]) |
 //! | 6 | 2 | message kind ([`MessageKind`]) |
 //! | 8 | 2 | flags (low byte: must-understand bits; high byte: ignorable) |
 //! | 10 | 2 | reserved, must be zero |
@@ -43,6 +43,15 @@
 //! Both sides must have different [`Role`]s, which keeps the two directions'
 //! keys distinct (a frame cannot be reflected back to its sender).
 //!
+//! # Versions
+//!
+//! Both sides announce their [`ProtocolVersion`] in the handshake and put it
+//! in every frame header. The major must match; a newer minor only adds
+//! message kinds. A receiver refuses a kind it does not know
+//! ([`WireError::UnknownKind`], the connection goes on), so a sender checks
+//! [`MessageKind::known_to`] against the peer's announced version before it
+//! sends a kind newer than 1.0, and falls back to what that peer understands.
+//!
 //! # Where things are
 //!
 //! - [`FrameDecoder`]: incremental, bounded decoding of byte chunks into [`RawFrame`]s.
@@ -70,7 +79,9 @@ mod session;
 pub mod stream;
 
 pub mod jobs;
+pub mod leftovers;
 pub mod node;
+pub mod programs;
 pub mod slices;
 
 pub use channel::{Opener, Sealer};
@@ -85,8 +96,10 @@ pub use header::{
 };
 pub use jobs::{CancelJob, ExitStatus, JobClass, JobExited, JobId, LaunchJob};
 pub use kind::MessageKind;
+pub use leftovers::{RankRef, RanksReaped, ReapRanks, ReapedRank};
 pub use message::Message;
 pub use node::{ErrorReport, Heartbeat, HeartbeatReply, Register, SetPolicy};
+pub use programs::{CheckProgram, ProgramCheck, ProgramChecked};
 pub use secret::{MAX_SECRET_LEN, MIN_SECRET_LEN, SecretError, SharedSecret};
 pub use session::{Inbound, Inbounds, Session, SessionConfig, SessionState};
 pub use slices::{JobUtilisation, SliceSwitched, SwitchSlice, UtilReport};

@@ -81,7 +81,13 @@ fn wrong_major_version_is_rejected() {
     let (_, mut coordinator, mut frame) = frame_for_coordinator();
     frame[4] = 2;
     let error = open_one(&mut coordinator, &frame).unwrap_err();
-    assert_eq!(error, WireError::UnsupportedVersion { major: 2, minor: 0 });
+    assert_eq!(
+        error,
+        WireError::UnsupportedVersion {
+            major: 2,
+            minor: cosched_proto::wire::PROTOCOL_MINOR
+        }
+    );
     assert_eq!(error.reason(), "unsupported_version");
 }
 
@@ -221,7 +227,7 @@ fn unknown_kind_from_a_newer_peer_is_typed_and_skippable() {
         WireError::UnknownKind {
             kind: 999,
             major: 1,
-            minor: 0
+            minor: cosched_proto::wire::PROTOCOL_MINOR
         }
     );
     assert_eq!(error.reason(), "unknown_kind");

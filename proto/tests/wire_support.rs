@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use cosched_proto::wire::{
-    CancelJob, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, Inbound, JobClass, JobExited,
-    JobUtilisation, LaunchJob, Message, Register, Role, Session, SessionConfig, SetPolicy,
+    CancelJob, CheckProgram, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, Inbound, JobClass,
+    JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
+    RanksReaped, ReapRanks, ReapedRank, Register, Role, Session, SessionConfig, SetPolicy,
     SharedSecret, SliceSwitched, SwitchSlice, UtilReport, WireError,
 };
 
@@ -141,6 +142,27 @@ pub fn one_of_each_message() -> Vec<Message> {
             rank: 1,
             status: ExitStatus::Signalled { signal: 9 },
         }),
+        Message::ReapRanks(ReapRanks {
+            ranks: vec![RankRef { job_id: 3, rank: 1 }],
+        }),
+        Message::RanksReaped(RanksReaped {
+            ranks: vec![ReapedRank {
+                job_id: 3,
+                rank: 1,
+                processes: 2,
+            }],
+        }),
+        Message::CheckProgram(CheckProgram {
+            check_id: 11,
+            command: "cosched-synth".into(),
+            search_path: Some("/usr/local/bin:/usr/bin".into()),
+        }),
+        Message::ProgramChecked(ProgramChecked {
+            check_id: 11,
+            outcome: ProgramCheck::NotRunnable {
+                reason: "not found in PATH /usr/local/bin:/usr/bin".into(),
+            },
+        }),
         Message::SwitchSlice(SwitchSlice {
             epoch: 2,
             slice: 40,
@@ -178,8 +200,9 @@ pub mod strategies {
     use std::net::SocketAddr;
 
     use cosched_proto::wire::{
-        CancelJob, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, JobClass, JobExited,
-        JobUtilisation, LaunchJob, Message, Register, SetPolicy, SliceSwitched, SwitchSlice,
+        CancelJob, CheckProgram, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, JobClass,
+        JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
+        RanksReaped, ReapRanks, ReapedRank, Register, SetPolicy, SliceSwitched, SwitchSlice,
         UtilReport,
     };
     use proptest::collection::{btree_map, vec};
@@ -341,6 +364,42 @@ pub mod strategies {
                 0..8
             )
             .prop_map(|jobs| Message::UtilReport(UtilReport { jobs })),
+            vec(
+                (any::<u32>(), any::<u32>()).prop_map(|(job_id, rank)| RankRef { job_id, rank }),
+                1..8
+            )
+            .prop_map(|ranks| Message::ReapRanks(ReapRanks { ranks })),
+            vec(
+                any::<[u32; 3]>().prop_map(|[job_id, rank, processes]| ReapedRank {
+                    job_id,
+                    rank,
+                    processes
+                }),
+                0..8
+            )
+            .prop_map(|ranks| Message::RanksReaped(RanksReaped { ranks })),
+            (
+                any::<u64>(),
+                text().prop_filter("non-empty command", |c| !c.is_empty()),
+                proptest::option::of(text())
+            )
+                .prop_map(|(check_id, command, search_path)| {
+                    Message::CheckProgram(CheckProgram {
+                        check_id,
+                        command,
+                        search_path,
+                    })
+                }),
+            (
+                any::<u64>(),
+                prop_oneof![
+                    text().prop_map(|path| ProgramCheck::Runnable { path }),
+                    text().prop_map(|reason| ProgramCheck::NotRunnable { reason }),
+                ]
+            )
+                .prop_map(|(check_id, outcome)| {
+                    Message::ProgramChecked(ProgramChecked { check_id, outcome })
+                }),
         ]
     }
 }

@@ -10,8 +10,9 @@ use cosched_proto::{
     control::JobState,
     job::{JobId, JobSpec},
     wire::{
-        ErrorReport, ExitStatus, JobExited, JobUtilisation, LaunchJob, Message, SliceSwitched,
-        SwitchSlice, UtilReport,
+        CheckProgram, ErrorReport, ExitStatus, JobExited, JobUtilisation, LaunchJob, Message,
+        ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapedRank, SliceSwitched, SwitchSlice,
+        UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -59,6 +60,12 @@ pub enum Action {
     /// A switch was enforced (the actions before this one): report it with
     /// [`CoordNode::switched`].
     Switched(Box<SwitchSlice>),
+    /// Find the program a submission would run here (then answer with
+    /// [`CoordNode::program_checked`]).
+    CheckProgram(CheckProgram),
+    /// Kill whatever is left of these ranks the coordinator gave up, known
+    /// to this agent or not (then answer with [`CoordNode::ranks_reaped`]).
+    Reap(Vec<RankRef>),
 }
 
 /// The receivers the daemon's main loop selects on.
@@ -256,6 +263,8 @@ impl CoordNode {
                 }
             }
             Message::SwitchSlice(switch) => self.on_switch(switch),
+            Message::CheckProgram(check) => vec![Action::CheckProgram(check)],
+            Message::ReapRanks(reap) => self.on_reap(engine, reap.ranks),
             Message::Error(report) => {
                 tracing::warn!(reason = %report.reason, "the coordinator reported an error");
                 Vec::new()
@@ -269,6 +278,43 @@ impl CoordNode {
                 Vec::new()
             }
         }
+    }
+
+    /// A reap order. A rank this agent launched is also killed the way a
+    /// cancel kills it (its cgroup, else its whole process group). A job of
+    /// that id the agent runs for someone else (launched or adopted through
+    /// its control socket) shares the rank's cgroup name and environment, so
+    /// nothing is killed for it: it is reported reaped with no process.
+    fn on_reap<K: Kernel>(&mut self, engine: &Engine<K>, ranks: Vec<RankRef>) -> Vec<Action> {
+        let (foreign, ranks): (Vec<RankRef>, Vec<RankRef>) = ranks.into_iter().partition(|rank| {
+            !self.jobs.contains_key(&rank.job_id) && engine.job_running(rank.job_id)
+        });
+        if !foreign.is_empty() {
+            tracing::warn!(
+                ?foreign,
+                "not reaping ranks whose job id belongs to a job not launched by the coordinator"
+            );
+            self.ranks_reaped(
+                foreign
+                    .iter()
+                    .map(|rank| ReapedRank {
+                        job_id: rank.job_id,
+                        rank: rank.rank,
+                        processes: 0,
+                    })
+                    .collect(),
+            );
+        }
+        if ranks.is_empty() {
+            return Vec::new();
+        }
+        let mut actions: Vec<Action> = ranks
+            .iter()
+            .filter(|rank| self.jobs.get(&rank.job_id) == Some(&rank.rank))
+            .map(|rank| Action::Cancel(rank.job_id))
+            .collect();
+        actions.push(Action::Reap(ranks));
+        actions
     }
 
     fn on_launch<K: Kernel>(&mut self, engine: &Engine<K>, launch: &LaunchJob) -> Vec<Action> {
@@ -293,6 +339,23 @@ impl CoordNode {
                 status: ExitStatus::LaunchFailed { reason },
             }),
         }
+    }
+
+    /// The daemon looked for a checked program: `Ok(path)` of the file it
+    /// would run, or why it could not.
+    pub fn program_checked(&self, check_id: u64, found: Result<std::path::PathBuf, String>) {
+        let outcome = match found {
+            Ok(path) => ProgramCheck::Runnable {
+                path: path.display().to_string(),
+            },
+            Err(reason) => ProgramCheck::NotRunnable { reason },
+        };
+        self.link.send(ProgramChecked { check_id, outcome });
+    }
+
+    /// The daemon carried out a reap order.
+    pub fn ranks_reaped(&self, ranks: Vec<ReapedRank>) {
+        self.link.send(RanksReaped { ranks });
     }
 
     /// Jobs the engine found finished: report the coordinator's.

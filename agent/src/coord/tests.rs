@@ -279,3 +279,80 @@ fn unknown_policies_and_unexpected_messages_are_refused() {
         1
     );
 }
+
+#[test]
+fn program_checks_and_reap_orders_go_to_the_daemon_and_their_answers_back() {
+    use cosched_proto::wire::{
+        CheckProgram, ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapRanks, ReapedRank,
+    };
+    let mut h = harness();
+    h.event(LinkEvent::Up);
+    h.drain();
+    let check = CheckProgram {
+        check_id: 4,
+        command: "cosched-synth".into(),
+        search_path: None,
+    };
+    assert_eq!(h.message(check.clone()), vec![Action::CheckProgram(check)]);
+    h.node
+        .program_checked(4, Err("cosched-synth: not found in PATH /bin".into()));
+    assert_eq!(
+        h.drain(),
+        vec![Message::ProgramChecked(ProgramChecked {
+            check_id: 4,
+            outcome: ProgramCheck::NotRunnable {
+                reason: "cosched-synth: not found in PATH /bin".into()
+            }
+        })]
+    );
+    let ranks = vec![RankRef { job_id: 9, rank: 1 }];
+    assert_eq!(
+        h.message(ReapRanks {
+            ranks: ranks.clone()
+        }),
+        vec![Action::Reap(ranks)]
+    );
+    // A rank this agent runs is cancelled too (rank 0 of job 7 here).
+    h.running_job(7, 100);
+    let ranks = vec![
+        RankRef { job_id: 7, rank: 0 },
+        RankRef { job_id: 9, rank: 1 },
+    ];
+    assert_eq!(
+        h.message(ReapRanks {
+            ranks: ranks.clone()
+        }),
+        vec![Action::Cancel(7), Action::Reap(ranks)]
+    );
+    // Job 12 runs here, launched through the control socket: same id, not
+    // the coordinator's. Nothing is killed for it; the order is answered.
+    h.engine.kernel_mut().spawn(300, SchedAttr::other(0));
+    h.engine.reserve_job(12, "local", 0, None).unwrap();
+    h.engine.manage_process(12, 300).unwrap();
+    h.drain();
+    let ranks = vec![RankRef {
+        job_id: 12,
+        rank: 0,
+    }];
+    assert_eq!(h.message(ReapRanks { ranks }), Vec::new());
+    assert_eq!(
+        h.drain(),
+        vec![Message::RanksReaped(RanksReaped {
+            ranks: vec![ReapedRank {
+                job_id: 12,
+                rank: 0,
+                processes: 0
+            }]
+        })]
+    );
+    let reaped = vec![ReapedRank {
+        job_id: 9,
+        rank: 1,
+        processes: 2,
+    }];
+    h.node.ranks_reaped(reaped.clone());
+    assert_eq!(
+        h.drain(),
+        vec![Message::RanksReaped(RanksReaped { ranks: reaped })]
+    );
+}

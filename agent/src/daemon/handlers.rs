@@ -143,6 +143,25 @@ impl<K: Kernel> Daemon<K> {
                         .map_or((None, false), |n| (n.local_policy(), n.gang_active()));
                     self.engine.set_coordinator_policy(policy, enforced);
                 }
+                coord::Action::CheckProgram(check) => {
+                    let found = crate::program::find(&check.command, check.search_path.as_deref());
+                    if let Some(node) = &self.coord {
+                        node.program_checked(check.check_id, found);
+                    }
+                }
+                coord::Action::Reap(ranks) => {
+                    let cfg = self.engine.cfg();
+                    let launcher = launch::launcher_id(&launch::log_dir(&cfg.state_dir));
+                    let reaped = crate::leftovers::reap_all(
+                        cfg.cgroup_root.as_deref(),
+                        &cfg.node,
+                        &launcher,
+                        ranks,
+                    );
+                    if let Some(node) = &self.coord {
+                        node.ranks_reaped(reaped);
+                    }
+                }
                 // Carried out by apply_to_engine.
                 coord::Action::SetGang(_)
                 | coord::Action::SlotStarted { .. }
@@ -281,7 +300,7 @@ impl<K: Kernel> Daemon<K> {
             spec,
             &cfg.node,
             &self.engine.node_cpus(),
-            &cfg.state_dir.join("jobs"),
+            &launch::log_dir(&cfg.state_dir),
         )?;
         let cgroup = cfg
             .cgroup_root

@@ -185,6 +185,11 @@ pub struct NodeView {
     pub clock_uncertainty_ns: Option<u64>,
     /// Jobs holding a cell of the node.
     pub jobs: Vec<u32>,
+    /// The wire protocol its agent speaks ("1.1"), while connected.
+    pub protocol: Option<String>,
+    /// Ranks given up while they may still run here, waiting for the agent
+    /// to confirm they were killed ("job 5 rank 1").
+    pub unreaped: Vec<String>,
 }
 
 /// Summary for `cosched status`.

@@ -13,15 +13,13 @@ use crate::{
     policy::GlobalPolicy,
 };
 
-fn policy_id(job: u32) -> JobId {
+pub(super) fn policy_id(job: u32) -> JobId {
     JobId(u64::from(job))
 }
 
 impl Core {
-    /// Admits a job: placed in the matrix (and launched where its nodes are
-    /// ready) or queued.
-    pub fn submit(&mut self, submission: Submission, now_unix_ms: u64) -> Result<JobView, String> {
-        validate_submission(&submission)?;
+    /// Refuses a job wider than the cluster.
+    pub(super) fn check_size(&self, submission: &Submission) -> Result<(), String> {
         if submission.nodes > self.nodes.len() {
             return Err(format!(
                 "the job wants {} nodes but the cluster has {}",
@@ -29,6 +27,18 @@ impl Core {
                 self.nodes.len()
             ));
         }
+        Ok(())
+    }
+
+    /// Admits a checked job: placed in the matrix (and launched where its
+    /// nodes are ready) or queued.
+    pub(super) fn admit(
+        &mut self,
+        submission: Submission,
+        now_unix_ms: u64,
+    ) -> Result<JobView, String> {
+        validate_submission(&submission)?;
+        self.check_size(&submission)?;
         let id = self.next_job_id;
         let mut request = JobRequest::new(policy_id(id), submission.nodes);
         request.exclusive = submission.exclusive;
@@ -199,24 +209,27 @@ impl Core {
         Ok(())
     }
 
-    /// Cancels the job's live ranks: `CancelJob` where the node is reachable,
-    /// given up (lost) where it is not.
-    fn stop_ranks(&mut self, id: u32, reason: &str) {
-        let Some(job) = self.jobs.get_mut(&id) else {
+    /// Stops the job's live ranks: `CancelJob` where the node is reachable
+    /// (the rank ends when its exit is reported), given up where it is not
+    /// (its node reaps it when its agent is back).
+    pub(super) fn stop_ranks(&mut self, id: u32, reason: &str) {
+        let Some(job) = self.jobs.get(&id) else {
             return;
         };
         let mut cancel_on = BTreeSet::new();
-        for rank in &mut job.ranks {
+        let mut give_up = Vec::new();
+        for (index, rank) in job.ranks.iter().enumerate() {
             if rank.state.is_ended() {
                 continue;
             }
             if rank.state.may_run() && self.nodes[rank.node].is_up() {
                 cancel_on.insert(rank.node);
             } else {
-                rank.state = RankState::Lost {
-                    reason: reason.to_string(),
-                };
+                give_up.push(index);
             }
+        }
+        for index in give_up {
+            self.give_up_rank(id, index, reason);
         }
         for node in cancel_on {
             self.send(node, CancelJob { job_id: id });
@@ -265,8 +278,8 @@ impl Core {
         self.persist();
     }
 
-    /// Cancels a queued or running job: its ranks are killed where their
-    /// node is reachable and it leaves the matrix at once.
+    /// Cancels a queued or running job: it leaves the matrix at once, and its
+    /// ranks are killed on their nodes (see [`Core::give_up_rank`]).
     pub fn cancel(&mut self, id: u32) -> Result<JobView, String> {
         let Some(job) = self.jobs.get(&id) else {
             return Err(match self.finished.iter().find(|job| job.id == id) {
@@ -274,26 +287,19 @@ impl Core {
                 None => format!("unknown job {id}"),
             });
         };
-        let was_running = job.state == JobStateView::Running;
-        if was_running {
-            let live: BTreeSet<NodeIndex> = job
-                .ranks
-                .iter()
-                .filter(|rank| rank.state.may_run())
-                .map(|rank| rank.node)
-                .collect();
-            for node in live {
-                self.send(node, CancelJob { job_id: id });
-            }
+        let live: Vec<usize> = job
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, rank)| !rank.state.is_ended())
+            .map(|(index, _)| index)
+            .collect();
+        // The job leaves the matrix now: its ranks are given up, and their
+        // nodes kill them (now where the agent is ready, else once it is).
+        for index in live {
+            self.give_up_rank(id, index, "cancelled");
         }
         let job = self.jobs.get_mut(&id).expect("checked above");
-        for rank in &mut job.ranks {
-            if !rank.state.is_ended() {
-                rank.state = RankState::Lost {
-                    reason: "cancelled".into(),
-                };
-            }
-        }
         job.state = JobStateView::Cancelled;
         job.reason = Some("cancelled by the user".into());
         let view = self.job_view(id).expect("still active");

@@ -4,19 +4,20 @@
 use std::{collections::BTreeSet, net::IpAddr};
 
 use cosched_policy::global::{ClockError, HeartbeatTimestamps, NodeIndex, OffsetEstimate};
-use cosched_proto::wire::{CancelJob, HeartbeatReply, Register, SetPolicy};
+use cosched_proto::wire::{CancelJob, HeartbeatReply, ProtocolVersion, Register, SetPolicy};
 
 use super::{Core, Link, RankState, SwitchObservation};
 use crate::admin::protocol::JobStateView;
 
 impl Core {
-    /// An agent registered on connection `conn`. Its jobs are reconciled
-    /// when its inventory arrives ([`Core::inventory`]).
+    /// An agent speaking `protocol` registered on connection `conn`. Its
+    /// jobs are reconciled when its inventory arrives ([`Core::inventory`]).
     pub fn register(
         &mut self,
         register: &Register,
         peer_ip: IpAddr,
         conn: u64,
+        protocol: ProtocolVersion,
     ) -> Result<NodeIndex, String> {
         let node = self
             .nodes
@@ -34,6 +35,11 @@ impl Core {
         } else {
             advertised
         };
+        if self.nodes[node].is_up() {
+            // Checks sent on the replaced connection are not answered on
+            // this one.
+            self.checks_lost_node(node);
+        }
         let state = &mut self.nodes[node];
         let changed = state.record.address != Some(address) || state.record.cpus != register.cpus;
         state.record.address = Some(address);
@@ -43,6 +49,7 @@ impl Core {
             reconciled: false,
         };
         state.clock = Default::default();
+        state.protocol = protocol;
         if changed {
             self.persist();
         }
@@ -52,18 +59,20 @@ impl Core {
                 policy: self.policy.as_str().into(),
             },
         );
-        tracing::info!(node = %register.node_name, %address, conn, "node registered");
+        tracing::info!(node = %register.node_name, %address, conn, protocol = %format_args!("{}.{}", protocol.major, protocol.minor), "node registered");
         Ok(node)
     }
 
     /// The agent's list of coordinator jobs it runs. Ranks the state says
     /// run there and the agent confirms are kept; ranks it does not know are
-    /// lost (the job fails); jobs it runs that are not active here are
-    /// cancelled on it. Then pending launches go out.
+    /// given up (the job fails, and whatever is left of them on the node is
+    /// reaped: the agent may have restarted without them); jobs it runs that
+    /// are not active here are cancelled on it; ranks given up earlier are
+    /// reaped. Then pending launches go out.
     pub fn inventory(&mut self, node: NodeIndex, running: &BTreeSet<u32>) {
         let node_name = self.node_name(node);
         let mut cancel: BTreeSet<u32> = running.clone();
-        let mut failed = Vec::new();
+        let mut lost = Vec::new();
         for job in self.jobs.values_mut() {
             if job.state != JobStateView::Running {
                 continue;
@@ -79,16 +88,17 @@ impl Core {
                     cancel.remove(&job.id);
                 }
                 RankState::Launched | RankState::Running => {
-                    rank.state = RankState::Lost {
-                        reason: format!("the agent on {node_name} does not run it"),
-                    };
                     job.reason.get_or_insert_with(|| {
                         format!("rank {index} on {node_name}: lost (agent restarted?)")
                     });
-                    failed.push(job.id);
+                    lost.push((job.id, index));
                 }
                 RankState::Pending | RankState::Exited(_) | RankState::Lost { .. } => {}
             }
+        }
+        for &(job, index) in &lost {
+            let reason = format!("the agent on {node_name} does not run it");
+            self.give_up_rank(job, index, &reason);
         }
         for job_id in cancel {
             tracing::warn!(node = %node_name, job = job_id, "agent runs a job that is not active here: cancelling it");
@@ -97,38 +107,14 @@ impl Core {
         if let Link::Up { reconciled, .. } = &mut self.nodes[node].link {
             *reconciled = true;
         }
-        for job in failed {
-            self.stop_ranks_after_loss(job);
+        self.resend_reaps(node);
+        for (job, _) in lost {
+            // Same as a failed rank: the rest of the job cannot progress.
+            self.stop_ranks(job, "the job lost a rank");
+            self.finish_if_ended(job);
         }
         self.launch_pending();
         self.persist();
-    }
-
-    fn stop_ranks_after_loss(&mut self, job: u32) {
-        // Same as a failed rank: the rest of the job cannot progress.
-        let exited_elsewhere = "the job lost a rank";
-        if let Some(record) = self.jobs.get(&job) {
-            let live: Vec<(usize, NodeIndex)> = record
-                .ranks
-                .iter()
-                .enumerate()
-                .filter(|(_, rank)| !rank.state.is_ended())
-                .map(|(index, rank)| (index, rank.node))
-                .collect();
-            for (index, node) in live {
-                let reachable =
-                    self.nodes[node].is_up() && self.jobs[&job].ranks[index].state.may_run();
-                if reachable {
-                    self.send(node, CancelJob { job_id: job });
-                } else {
-                    self.jobs.get_mut(&job).expect("present").ranks[index].state =
-                        RankState::Lost {
-                            reason: exited_elsewhere.into(),
-                        };
-                }
-            }
-        }
-        self.finish_if_ended(job);
     }
 
     /// Connection `conn` of `node` ended. Its jobs stay: the agent keeps
@@ -139,6 +125,7 @@ impl Core {
         }
         self.nodes[node].link = Link::Down;
         tracing::warn!(node = %self.node_name(node), conn, "node disconnected");
+        self.checks_lost_node(node);
         self.skew.node_gone(node)
     }
 

@@ -13,9 +13,13 @@
 //! - `SetPolicy.policy` is the global policy's name (`fcfs`, `gang`,
 //!   `paired-gang`, `fcs`), from which the agent derives how it enforces
 //!   slices;
-//! - a `SwitchSlice` without rows ends gang mode (nothing is placed).
+//! - a `SwitchSlice` without rows ends gang mode (nothing is placed);
+//! - messages newer than protocol 1.0 (program checks, reap orders) go only
+//!   to agents that announced a minor that knows them.
 
+mod checks;
 mod jobs;
+mod leftovers;
 mod lifecycle;
 mod membership;
 mod nodes;
@@ -37,6 +41,8 @@ use cosched_policy::global::{
 use cosched_proto::wire::Message;
 use serde::{Deserialize, Serialize};
 
+use checks::PendingCheck;
+pub use checks::Submitted;
 pub use jobs::{JobRecord, Rank, RankState, validate_submission};
 pub use nodes::{Link, NodeRecord, NodeState};
 pub use rebuild::rebuild_matrix;
@@ -44,7 +50,7 @@ pub use rotation::{NextSlice, Rotation};
 pub use skew::{SkewTracker, SwitchObservation};
 pub use utilization::{QuantumSamples, UtilAggregator};
 
-use crate::{config::Config, policy::GlobalPolicy};
+use crate::{admin::protocol::JobView, config::Config, policy::GlobalPolicy};
 
 /// The quantum number marking a `UtilReport` as the agent's inventory of
 /// running coordinator jobs (sent once after every `Register`).
@@ -60,6 +66,12 @@ pub enum Effect {
     Send { node: NodeIndex, message: Message },
     /// The persisted state changed: write it.
     Persist,
+    /// The submission that [`Core::submit`] answered with
+    /// [`Submitted::Checking`]`(check)` is decided: answer its submitter.
+    Submitted {
+        check: u64,
+        result: Result<JobView, String>,
+    },
 }
 
 /// The part of the configuration the core needs.
@@ -74,6 +86,9 @@ pub struct CoreConfig {
     pub job_port_base: u16,
     pub job_port_count: u16,
     pub finished_retention: usize,
+    /// How long a submission waits for an agent's answer to its program
+    /// check.
+    pub check_timeout_ns: u64,
 }
 
 impl From<&Config> for CoreConfig {
@@ -88,6 +103,9 @@ impl From<&Config> for CoreConfig {
             job_port_base: config.job_port_base,
             job_port_count: config.job_port_count,
             finished_retention: config.finished_retention,
+            // An agent that is alive answers at once; one silent for this
+            // long would be dropped by the heartbeat anyway.
+            check_timeout_ns: config.heartbeat_timeout().as_nanos() as u64,
         }
     }
 }
@@ -151,6 +169,9 @@ pub struct Core {
     idle_sent: bool,
     util: UtilAggregator,
     skew: SkewTracker,
+    /// Submissions waiting for their program checks, by check id.
+    checks: BTreeMap<u64, PendingCheck>,
+    next_check: u64,
     out: Vec<Effect>,
 }
 
@@ -167,6 +188,7 @@ impl Core {
                     name: name.clone(),
                     address: None,
                     cpus: Vec::new(),
+                    unreaped: Default::default(),
                 })
             })
             .collect();
@@ -185,6 +207,8 @@ impl Core {
             idle_sent: false,
             util: UtilAggregator::default(),
             skew: SkewTracker::default(),
+            checks: BTreeMap::new(),
+            next_check: 1,
             out: Vec::new(),
             config,
         })

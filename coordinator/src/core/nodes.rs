@@ -1,18 +1,25 @@
 //! The cluster's nodes (matrix columns) and what the coordinator knows of
 //! each: its address, its link, its clock.
 
-use std::net::IpAddr;
+use std::{collections::BTreeSet, net::IpAddr};
 
 use cosched_policy::global::{ClockOffsetEstimator, OffsetEstimate};
+use cosched_proto::wire::{MessageKind, ProtocolVersion, RankRef};
 use serde::{Deserialize, Serialize};
 
-/// The persisted part of a node: where its ranks are reached.
+/// The persisted part of a node: where its ranks are reached, and what must
+/// be cleaned up there when its agent is back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeRecord {
     pub name: String,
     pub address: Option<IpAddr>,
     #[serde(default)]
     pub cpus: Vec<u32>,
+    /// Ranks the coordinator gave up while their processes may still run
+    /// here: sent as `ReapRanks` whenever the node is ready, until its agent
+    /// acknowledges them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub unreaped: BTreeSet<RankRef>,
 }
 
 /// The link to a node's agent.
@@ -32,6 +39,9 @@ pub struct NodeState {
     pub record: NodeRecord,
     pub link: Link,
     pub clock: ClockOffsetEstimator,
+    /// The protocol version the node's agent announced in its handshake
+    /// (meaningful while the link is up).
+    pub protocol: ProtocolVersion,
 }
 
 impl NodeState {
@@ -40,7 +50,14 @@ impl NodeState {
             record,
             link: Link::Down,
             clock: ClockOffsetEstimator::default(),
+            protocol: ProtocolVersion { major: 1, minor: 0 },
         }
+    }
+
+    /// Whether the node's agent understands `kind` (an agent of an older
+    /// protocol minor refuses it unanswered).
+    pub fn knows(&self, kind: MessageKind) -> bool {
+        kind.known_to(self.protocol)
     }
 
     pub fn is_up(&self) -> bool {

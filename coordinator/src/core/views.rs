@@ -121,6 +121,15 @@ impl Core {
                     clock_offset_ns: estimate.map(|estimate| estimate.offset_ns),
                     clock_uncertainty_ns: estimate.map(|estimate| estimate.uncertainty_ns),
                     jobs,
+                    protocol: node
+                        .is_up()
+                        .then(|| format!("{}.{}", node.protocol.major, node.protocol.minor)),
+                    unreaped: node
+                        .record
+                        .unreaped
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect(),
                 }
             })
             .collect()

@@ -3,7 +3,7 @@
 use std::{net::SocketAddr, time::Duration};
 
 use cosched_proto::wire::{
-    ErrorReport, Heartbeat, HeartbeatReply, Message, Register, SessionConfig,
+    ErrorReport, Heartbeat, HeartbeatReply, Message, ProtocolVersion, Register, SessionConfig,
     stream::{self, StreamError, WireReader, WireWriter},
 };
 use tokio::{
@@ -29,6 +29,8 @@ pub enum ConnEvent {
         conn: u64,
         register: Register,
         peer: SocketAddr,
+        /// The version the agent announced in the handshake.
+        protocol: ProtocolVersion,
         outbox: mpsc::Sender<Outgoing>,
     },
     /// A message other than heartbeats, received at `received_ns`.
@@ -138,6 +140,7 @@ pub async fn serve_connection<R, W>(
         conn,
         register,
         peer,
+        protocol: connection.peer.protocol,
         outbox,
     };
     if context.events.send(registered).await.is_err() {

@@ -12,8 +12,12 @@ pub const MAGIC: [u8; 4] = *b"CSCW";
 /// Frames of another major version are rejected.
 pub const PROTOCOL_MAJOR: u8 = 1;
 /// Newer minor versions may add message kinds; they are rejected one by one
-/// as [`WireError::UnknownKind`], not by version.
-pub const PROTOCOL_MINOR: u8 = 0;
+/// as [`WireError::UnknownKind`], not by version, and a sender checks a kind's
+/// [`super::MessageKind::since_minor`] against the peer's minor before using
+/// it. 1.0: the first release; 1.1: `CheckProgram`/`ProgramChecked` (submit
+/// checks the program on the job's nodes) and `ReapRanks`/`RanksReaped`
+/// (ranks the coordinator gave up are killed on their node).
+pub const PROTOCOL_MINOR: u8 = 1;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

@@ -3,6 +3,10 @@
 //! Codes are grouped by purpose with gaps, so later minor versions can add
 //! kinds next to their relatives; a code this build does not know is rejected
 //! as [`super::WireError::UnknownKind`] after the frame is authenticated.
+//! Each kind knows the minor version that introduced it
+//! ([`MessageKind::since_minor`]): a sender checks the minor its peer
+//! announced in the handshake before it sends a newer kind, so an older peer
+//! is never asked something it cannot answer.
 
 use std::fmt;
 
@@ -21,6 +25,10 @@ pub enum MessageKind {
     LaunchJob = 32,
     CancelJob = 33,
     JobExited = 34,
+    ReapRanks = 35,
+    RanksReaped = 36,
+    CheckProgram = 37,
+    ProgramChecked = 38,
     SwitchSlice = 48,
     SliceSwitched = 49,
     UtilReport = 50,
@@ -28,7 +36,7 @@ pub enum MessageKind {
 
 impl MessageKind {
     /// Every kind this build knows.
-    pub const ALL: [MessageKind; 14] = [
+    pub const ALL: [MessageKind; 18] = [
         MessageKind::Hello,
         MessageKind::HelloAck,
         MessageKind::HelloConfirm,
@@ -40,6 +48,10 @@ impl MessageKind {
         MessageKind::LaunchJob,
         MessageKind::CancelJob,
         MessageKind::JobExited,
+        MessageKind::ReapRanks,
+        MessageKind::RanksReaped,
+        MessageKind::CheckProgram,
+        MessageKind::ProgramChecked,
         MessageKind::SwitchSlice,
         MessageKind::SliceSwitched,
         MessageKind::UtilReport,
@@ -55,6 +67,23 @@ impl MessageKind {
         MessageKind::ALL
             .into_iter()
             .find(|kind| kind.code() == code)
+    }
+
+    /// The minor protocol version (of major [`super::PROTOCOL_MAJOR`]) that
+    /// introduced this kind: a peer announcing an older minor does not know it.
+    pub const fn since_minor(self) -> u8 {
+        match self {
+            MessageKind::ReapRanks
+            | MessageKind::RanksReaped
+            | MessageKind::CheckProgram
+            | MessageKind::ProgramChecked => 1,
+            _ => 0,
+        }
+    }
+
+    /// Whether a peer speaking `version` (same major) knows this kind.
+    pub const fn known_to(self, version: super::ProtocolVersion) -> bool {
+        version.minor >= self.since_minor()
     }
 
     /// Whether the session consumes this kind itself during the handshake.
@@ -79,6 +108,10 @@ impl MessageKind {
             MessageKind::LaunchJob => "LaunchJob",
             MessageKind::CancelJob => "CancelJob",
             MessageKind::JobExited => "JobExited",
+            MessageKind::ReapRanks => "ReapRanks",
+            MessageKind::RanksReaped => "RanksReaped",
+            MessageKind::CheckProgram => "CheckProgram",
+            MessageKind::ProgramChecked => "ProgramChecked",
             MessageKind::SwitchSlice => "SwitchSlice",
             MessageKind::SliceSwitched => "SliceSwitched",
             MessageKind::UtilReport => "UtilReport",
@@ -103,5 +136,17 @@ mod tests {
         }
         assert_eq!(MessageKind::from_code(0), None);
         assert_eq!(MessageKind::from_code(u16::MAX), None);
+    }
+
+    #[test]
+    fn no_kind_is_newer_than_this_build_and_1_0_peers_miss_only_newer_kinds() {
+        let current = crate::wire::ProtocolVersion::CURRENT;
+        let first = crate::wire::ProtocolVersion { major: 1, minor: 0 };
+        for kind in MessageKind::ALL {
+            assert!(kind.known_to(current), "{kind} is newer than this build");
+        }
+        assert!(MessageKind::LaunchJob.known_to(first));
+        assert!(!MessageKind::CheckProgram.known_to(first));
+        assert!(!MessageKind::ReapRanks.known_to(first));
     }
 }

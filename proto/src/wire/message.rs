@@ -3,8 +3,10 @@
 use super::error::WireError;
 use super::jobs::{CancelJob, JobExited, LaunchJob};
 use super::kind::MessageKind;
+use super::leftovers::{RanksReaped, ReapRanks};
 use super::node::{ErrorReport, Heartbeat, HeartbeatReply, Register, SetPolicy};
 use super::payload::{self, Payload};
+use super::programs::{CheckProgram, ProgramChecked};
 use super::slices::{SliceSwitched, SwitchSlice, UtilReport};
 
 /// Any post-handshake message, in either direction.
@@ -18,6 +20,10 @@ pub enum Message {
     LaunchJob(LaunchJob),
     CancelJob(CancelJob),
     JobExited(JobExited),
+    ReapRanks(ReapRanks),
+    RanksReaped(RanksReaped),
+    CheckProgram(CheckProgram),
+    ProgramChecked(ProgramChecked),
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),
@@ -35,6 +41,10 @@ impl Message {
             Message::LaunchJob(_) => LaunchJob::KIND,
             Message::CancelJob(_) => CancelJob::KIND,
             Message::JobExited(_) => JobExited::KIND,
+            Message::ReapRanks(_) => ReapRanks::KIND,
+            Message::RanksReaped(_) => RanksReaped::KIND,
+            Message::CheckProgram(_) => CheckProgram::KIND,
+            Message::ProgramChecked(_) => ProgramChecked::KIND,
             Message::SwitchSlice(_) => SwitchSlice::KIND,
             Message::SliceSwitched(_) => SliceSwitched::KIND,
             Message::UtilReport(_) => UtilReport::KIND,
@@ -52,6 +62,10 @@ impl Message {
             Message::LaunchJob(body) => payload::encode(body),
             Message::CancelJob(body) => payload::encode(body),
             Message::JobExited(body) => payload::encode(body),
+            Message::ReapRanks(body) => payload::encode(body),
+            Message::RanksReaped(body) => payload::encode(body),
+            Message::CheckProgram(body) => payload::encode(body),
+            Message::ProgramChecked(body) => payload::encode(body),
             Message::SwitchSlice(body) => payload::encode(body),
             Message::SliceSwitched(body) => payload::encode(body),
             Message::UtilReport(body) => payload::encode(body),
@@ -70,6 +84,10 @@ impl Message {
             MessageKind::LaunchJob => Message::LaunchJob(payload::decode(bytes)?),
             MessageKind::CancelJob => Message::CancelJob(payload::decode(bytes)?),
             MessageKind::JobExited => Message::JobExited(payload::decode(bytes)?),
+            MessageKind::ReapRanks => Message::ReapRanks(payload::decode(bytes)?),
+            MessageKind::RanksReaped => Message::RanksReaped(payload::decode(bytes)?),
+            MessageKind::CheckProgram => Message::CheckProgram(payload::decode(bytes)?),
+            MessageKind::ProgramChecked => Message::ProgramChecked(payload::decode(bytes)?),
             MessageKind::SwitchSlice => Message::SwitchSlice(payload::decode(bytes)?),
             MessageKind::SliceSwitched => Message::SliceSwitched(payload::decode(bytes)?),
             MessageKind::UtilReport => Message::UtilReport(payload::decode(bytes)?),
@@ -102,6 +120,10 @@ message_from_body!(
     LaunchJob(LaunchJob),
     CancelJob(CancelJob),
     JobExited(JobExited),
+    ReapRanks(ReapRanks),
+    RanksReaped(RanksReaped),
+    CheckProgram(CheckProgram),
+    ProgramChecked(ProgramChecked),
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),

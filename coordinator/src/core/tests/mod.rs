@@ -3,15 +3,24 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cosched_proto::wire::{
-    CancelJob, ExitStatus, HeartbeatReply, JobClass, JobExited, JobUtilisation, LaunchJob, Message,
+    CancelJob, CheckProgram, ExitStatus, HeartbeatReply, JobClass, JobExited, JobUtilisation,
+    LaunchJob, Message, ProgramCheck, ProgramChecked, ProtocolVersion, RankRef, ReapRanks,
     Register, SetPolicy, SliceSwitched, SwitchSlice, UtilReport,
 };
 
-use super::{Core, CoreConfig, Effect, INVENTORY_QUANTUM, SwitchObservation};
+use super::{Core, CoreConfig, Effect, INVENTORY_QUANTUM, Submitted, SwitchObservation};
 use crate::{
-    admin::protocol::{JobStateView, Submission},
+    admin::protocol::{JobStateView, JobView, Submission},
     policy::GlobalPolicy,
 };
+
+mod checks;
+mod leftovers;
+
+/// The coordinator's clock in these tests, ns; program checks time out
+/// [`CHECK_TIMEOUT_NS`] after it.
+const NOW_NS: u64 = 1_000_000_000;
+const CHECK_TIMEOUT_NS: u64 = 3_000_000_000;
 
 fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
     CoreConfig {
@@ -24,10 +33,15 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         job_port_base: 20000,
         job_port_count: 100,
         finished_retention: 10,
+        check_timeout_ns: CHECK_TIMEOUT_NS,
     }
 }
 
 fn register(core: &mut Core, node: usize, conn: u64) {
+    register_speaking(core, node, conn, ProtocolVersion::CURRENT);
+}
+
+fn register_speaking(core: &mut Core, node: usize, conn: u64, protocol: ProtocolVersion) {
     let message = Register {
         node_name: format!("n{node}"),
         cpus: vec![node as u32],
@@ -35,9 +49,67 @@ fn register(core: &mut Core, node: usize, conn: u64) {
         metrics_addr: None,
     };
     assert_eq!(
-        core.register(&message, "127.0.0.1".parse().unwrap(), conn),
+        core.register(&message, "127.0.0.1".parse().unwrap(), conn, protocol),
         Ok(node)
     );
+}
+
+/// The `CheckProgram` messages among the pending effects, taken out of them.
+fn take_checks(core: &mut Core) -> Vec<(usize, CheckProgram)> {
+    let mut checks = Vec::new();
+    core.out.retain(|effect| match effect {
+        Effect::Send {
+            node,
+            message: Message::CheckProgram(check),
+        } => {
+            checks.push((*node, check.clone()));
+            false
+        }
+        _ => true,
+    });
+    checks
+}
+
+/// The answer to submission `check`, if it was decided (taken out of the
+/// pending effects).
+fn take_answer(core: &mut Core, check: u64) -> Option<Result<JobView, String>> {
+    let position = core.out.iter().position(
+        |effect| matches!(effect, Effect::Submitted { check: decided, .. } if *decided == check),
+    )?;
+    match core.out.remove(position) {
+        Effect::Submitted { result, .. } => Some(result),
+        _ => unreachable!("matched above"),
+    }
+}
+
+fn answer(core: &mut Core, node: usize, check: u64, outcome: ProgramCheck) {
+    let answer = ProgramChecked {
+        check_id: check,
+        outcome,
+    };
+    core.program_checked(node, &answer, NOW_NS).unwrap();
+}
+
+fn runnable() -> ProgramCheck {
+    ProgramCheck::Runnable {
+        path: "/bin/synth".into(),
+    }
+}
+
+/// Submits `job`, every asked agent finding the program; the job's view.
+/// The check messages are taken out of the effects, the rest stays.
+fn submit(core: &mut Core, job: Submission) -> JobView {
+    match core.submit(job, 0, NOW_NS).expect("submission accepted") {
+        Submitted::Job(view) => *view,
+        Submitted::Checking(check) => {
+            for (node, asked) in take_checks(core) {
+                answer(core, node, asked.check_id, runnable());
+            }
+            take_answer(core, check)
+                .expect("decided once every agent answered")
+                .expect("admitted")
+        }
+    }
 }
 
 fn inventory(core: &mut Core, node: usize, jobs: &[u32]) {
@@ -82,7 +154,7 @@ fn sent(effects: &[Effect]) -> Vec<(usize, Message)> {
         .iter()
         .filter_map(|effect| match effect {
             Effect::Send { node, message } => Some((*node, message.clone())),
-            Effect::Persist => None,
+            Effect::Persist | Effect::Submitted { .. } => None,
         })
         .collect()
 }
@@ -122,7 +194,7 @@ fn exit(core: &mut Core, node: usize, job: u32, rank: u32, code: i32) {
 #[test]
 fn submitted_job_is_launched_on_its_nodes_with_peer_addresses() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let view = core.submit(job("ring", 2), 0).unwrap();
+    let view = submit(&mut core, job("ring", 2));
     assert_eq!(view.state, JobStateView::Running);
     assert_eq!(view.row, Some(0));
     let effects = core.take_effects();
@@ -144,7 +216,7 @@ fn submitted_job_is_launched_on_its_nodes_with_peer_addresses() {
 #[test]
 fn job_completes_when_every_rank_exited_cleanly() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let id = core.submit(job("ring", 2), 0).unwrap().id;
+    let id = submit(&mut core, job("ring", 2)).id;
     exit(&mut core, 0, id, 0, 0);
     assert_eq!(core.job_view(id).unwrap().state, JobStateView::Running);
     exit(&mut core, 1, id, 1, 0);
@@ -157,7 +229,7 @@ fn job_completes_when_every_rank_exited_cleanly() {
 #[test]
 fn failed_rank_cancels_the_rest_of_its_job() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let id = core.submit(job("ring", 2), 0).unwrap().id;
+    let id = submit(&mut core, job("ring", 2)).id;
     core.take_effects();
     exit(&mut core, 0, id, 0, 3);
     let effects = core.take_effects();
@@ -182,7 +254,7 @@ fn failed_rank_cancels_the_rest_of_its_job() {
 #[test]
 fn exit_reports_for_other_nodes_or_unknown_jobs_are_ignored() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let id = core.submit(job("solo", 1), 0).unwrap().id;
+    let id = submit(&mut core, job("solo", 1)).id;
     let wrong_node = JobExited {
         job_id: id,
         rank: 0,
@@ -206,8 +278,8 @@ fn exit_reports_for_other_nodes_or_unknown_jobs_are_ignored() {
 #[test]
 fn fcfs_queues_jobs_until_nodes_are_free() {
     let mut core = cluster(2, GlobalPolicy::Fcfs);
-    let first = core.submit(job("a", 2), 0).unwrap().id;
-    let second = core.submit(job("b", 1), 0).unwrap();
+    let first = submit(&mut core, job("a", 2)).id;
+    let second = submit(&mut core, job("b", 1));
     assert_eq!(second.state, JobStateView::Queued);
     assert_eq!(second.queue_position, Some(0));
     core.take_effects();
@@ -223,8 +295,8 @@ fn fcfs_queues_jobs_until_nodes_are_free() {
 #[test]
 fn gang_gives_each_row_its_own_slice_with_the_owner_on_each_node() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let a = core.submit(job("a", 2), 0).unwrap().id;
-    let b = core.submit(job("b", 2), 0).unwrap().id;
+    let a = submit(&mut core, job("a", 2)).id;
+    let b = submit(&mut core, job("b", 2)).id;
     core.take_effects();
     let mut owners = Vec::new();
     for slice in 0..4u64 {
@@ -245,7 +317,7 @@ fn gang_gives_each_row_its_own_slice_with_the_owner_on_each_node() {
 #[test]
 fn switch_instants_are_converted_to_each_agents_clock() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    core.submit(job("a", 2), 0).unwrap();
+    submit(&mut core, job("a", 2));
     // Node 1's clock is 1 ms ahead; 20 µs each way, 5 µs in the agent.
     let reply = HeartbeatReply {
         seq: 1,
@@ -292,7 +364,7 @@ fn nothing_placed_sends_one_idle_switch_then_stays_quiet() {
 #[test]
 fn utilisation_reports_of_all_ranks_feed_the_predictor() {
     let mut core = cluster(2, GlobalPolicy::PairedGang);
-    let id = core.submit(job("a", 2), 0).unwrap().id;
+    let id = submit(&mut core, job("a", 2)).id;
     assert_eq!(core.job_view(id).unwrap().predicted_percent, Some(100.0));
     for (node, utilisation) in [(0, 0.30), (1, 0.50)] {
         core.util_report(
@@ -314,8 +386,8 @@ fn utilisation_reports_of_all_ranks_feed_the_predictor() {
 #[test]
 fn paired_gang_runs_two_light_rows_together() {
     let mut core = cluster(2, GlobalPolicy::PairedGang);
-    let a = core.submit(job("a", 2), 0).unwrap().id;
-    let b = core.submit(job("b", 2), 0).unwrap().id;
+    let a = submit(&mut core, job("a", 2)).id;
+    let b = submit(&mut core, job("b", 2)).id;
     for (id, utilisation) in [(a, 0.3), (b, 0.4)] {
         for node in 0..2 {
             core.util_report(
@@ -355,15 +427,25 @@ fn paired_gang_runs_two_light_rows_together() {
 #[test]
 fn cancelling_a_running_job_kills_its_ranks_and_frees_its_cells() {
     let mut core = cluster(2, GlobalPolicy::Fcfs);
-    let a = core.submit(job("a", 2), 0).unwrap().id;
-    let b = core.submit(job("b", 2), 0).unwrap().id;
+    let a = submit(&mut core, job("a", 2)).id;
+    let b = submit(&mut core, job("b", 2)).id;
     core.take_effects();
     let view = core.cancel(a).unwrap();
     assert_eq!(view.state, JobStateView::Cancelled);
     let effects = core.take_effects();
     let messages = sent(&effects);
-    assert!(messages.contains(&(0, Message::CancelJob(CancelJob { job_id: a }))));
-    assert!(messages.contains(&(1, Message::CancelJob(CancelJob { job_id: a }))));
+    for node in 0..2 {
+        let reap = ReapRanks {
+            ranks: vec![RankRef {
+                job_id: a,
+                rank: node as u32,
+            }],
+        };
+        assert!(
+            messages.contains(&(node, Message::ReapRanks(reap))),
+            "{messages:?}"
+        );
+    }
     assert_eq!(launches(&effects).len(), 2, "the queued job starts");
     assert_eq!(core.job_view(b).unwrap().state, JobStateView::Running);
     let error = core.cancel(a).unwrap_err();
@@ -381,7 +463,12 @@ fn unknown_node_is_refused_with_the_known_names() {
         metrics_addr: None,
     };
     let error = core
-        .register(&message, "10.0.0.1".parse().unwrap(), 1)
+        .register(
+            &message,
+            "10.0.0.1".parse().unwrap(),
+            1,
+            ProtocolVersion::CURRENT,
+        )
         .unwrap_err();
     assert!(error.contains("n0"), "{error}");
 }
@@ -389,7 +476,6 @@ fn unknown_node_is_refused_with_the_known_names() {
 #[test]
 fn registration_tells_the_agent_the_policy_and_launches_wait_for_its_inventory() {
     let mut core = Core::new(config(1, GlobalPolicy::Fcs)).unwrap();
-    core.submit(job("a", 1), 0).unwrap();
     register(&mut core, 0, 1);
     let effects = core.take_effects();
     assert!(sent(&effects).contains(&(
@@ -398,7 +484,10 @@ fn registration_tells_the_agent_the_policy_and_launches_wait_for_its_inventory()
             policy: "fcs".into()
         })
     )));
-    assert!(launches(&effects).is_empty());
+    // Registered but not reconciled: the program is checked, the job
+    // admitted, its launch waits for the inventory.
+    submit(&mut core, job("a", 1));
+    assert!(launches(&core.take_effects()).is_empty());
     inventory(&mut core, 0, &[]);
     assert_eq!(launches(&core.take_effects()).len(), 1);
 }
@@ -406,8 +495,8 @@ fn registration_tells_the_agent_the_policy_and_launches_wait_for_its_inventory()
 #[test]
 fn restart_keeps_confirmed_ranks_and_fails_jobs_whose_ranks_are_gone() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    let kept = core.submit(job("kept", 2), 0).unwrap().id;
-    let lost = core.submit(job("lost", 2), 0).unwrap().id;
+    let kept = submit(&mut core, job("kept", 2)).id;
+    let lost = submit(&mut core, job("lost", 2)).id;
     let state = core.snapshot();
 
     let mut restarted = Core::restore(config(2, GlobalPolicy::Gang), state).unwrap();
@@ -455,12 +544,16 @@ fn restart_refuses_a_state_file_of_other_nodes() {
 }
 
 #[test]
-fn jobs_queued_before_nodes_registered_launch_once_they_do() {
-    let mut core = Core::new(config(2, GlobalPolicy::Gang)).unwrap();
-    let id = core.submit(job("early", 2), 0).unwrap().id;
-    assert!(launches(&core.take_effects()).is_empty());
+fn queued_jobs_placed_on_a_node_that_never_registered_launch_once_it_does() {
+    let mut core = Core::new(config(2, GlobalPolicy::Fcfs)).unwrap();
     register(&mut core, 0, 1);
     inventory(&mut core, 0, &[]);
+    let first = submit(&mut core, job("first", 1)).id;
+    // Queued: checked on the connected node only.
+    let id = submit(&mut core, job("wide", 2)).id;
+    core.take_effects();
+    exit(&mut core, 0, first, 0, 0);
+    assert_eq!(core.job_view(id).unwrap().state, JobStateView::Running);
     assert!(
         launches(&core.take_effects()).is_empty(),
         "n1's address is still unknown"
@@ -479,8 +572,8 @@ fn jobs_queued_before_nodes_registered_launch_once_they_do() {
 #[test]
 fn switching_to_fcfs_is_refused_while_two_rows_are_used() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    core.submit(job("a", 2), 0).unwrap();
-    core.submit(job("b", 2), 0).unwrap();
+    submit(&mut core, job("a", 2));
+    submit(&mut core, job("b", 2));
     assert!(core.set_policy(GlobalPolicy::Fcfs).is_err());
     assert_eq!(core.policy(), GlobalPolicy::Gang);
     core.take_effects();
@@ -492,8 +585,8 @@ fn switching_to_fcfs_is_refused_while_two_rows_are_used() {
 #[test]
 fn switching_from_fcfs_to_gang_starts_queued_jobs() {
     let mut core = cluster(2, GlobalPolicy::Fcfs);
-    core.submit(job("a", 2), 0).unwrap();
-    let queued = core.submit(job("b", 2), 0).unwrap().id;
+    submit(&mut core, job("a", 2));
+    let queued = submit(&mut core, job("b", 2)).id;
     core.take_effects();
     core.set_policy(GlobalPolicy::Gang).unwrap();
     assert_eq!(core.job_view(queued).unwrap().row, Some(1));
@@ -503,7 +596,7 @@ fn switching_from_fcfs_to_gang_starts_queued_jobs() {
 #[test]
 fn disconnected_nodes_get_no_switches() {
     let mut core = cluster(2, GlobalPolicy::Gang);
-    core.submit(job("a", 2), 0).unwrap();
+    submit(&mut core, job("a", 2));
     core.disconnected(1, 2);
     core.take_effects();
     core.plan_slice(1_000);
