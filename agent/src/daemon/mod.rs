@@ -92,8 +92,9 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 
 /// How often the daemon polls the engine with nothing running: it only
 /// exports metrics then (a job that starts is adopted or launched by a
-/// request, which polls at once).
-const IDLE_POLL: Duration = Duration::from_secs(1);
+/// request, which polls at once). A few wake-ups a second, and metrics no
+/// older than a scrape interval would notice.
+const IDLE_POLL: Duration = Duration::from_millis(250);
 
 /// The poll interval for the engine's state now.
 fn poll_interval<K: Kernel>(d: &Daemon<K>) -> Duration {
@@ -192,6 +193,8 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         }
         None => (None, None),
     };
+    // Metrics exist from the first scrape on.
+    d.poll();
     let mut poll_every = poll_interval(&d);
     let mut next_poll = Instant::now() + poll_every;
     tracing::info!(
