@@ -86,7 +86,7 @@ pub struct Config {
     /// time (see `priority.rs`).
     #[serde(default = "default_realtime_priority")]
     pub realtime_priority: u32,
-    /// Paired gang settings (seed 001 defaults: margin 1 %, band 20 %).
+    /// Paired gang settings (Paired Gang Scheduling defaults: margin 1 %, band 20 %).
     #[serde(default)]
     pub paired: PairingConfig,
 }

@@ -1,10 +1,10 @@
 //! DCS: demand-based (dynamic) coscheduling.
 //!
-//! Seed 004 §2.2: "when a process receives an incoming message it immediately
+//! The Scheduler Testbed report §2.2: "when a process receives an incoming message it immediately
 //! receives a priority boost", because "if a process receives an incoming
 //! message, its peer(s) must be currently running on other nodes"; the boost
 //! takes effect "at the soonest time it would be fair to do so" (§4.4), and
-//! waiting processes always spin, never block. Seed 000 §4.2.2 (second
+//! waiting processes always spin, never block. ClusterSchedSim §4.2.2 (second
 //! technique): a message for a task that is ready but not running boosts it to
 //! the highest level and moves it to the head of the queue.
 //!
@@ -176,7 +176,7 @@ impl DynamicCoscheduler {
             Hold::Free => {
                 // Only a task that waits for the message while not running
                 // (preempted while spinning; with `boost_computing` also one
-                // preempted mid-computation) needs the boost (seed 000
+                // preempted mid-computation) needs the boost (ClusterSchedSim
                 // §4.2.2): a task blocked in a receive is woken by the kernel
                 // itself, with its own wakeup preemption, and a boost would
                 // only add a context switch to the agent and back.

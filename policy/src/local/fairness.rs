@@ -1,7 +1,7 @@
 //! The fairness budget that bounds boosts per job.
 //!
-//! Seed 004 §2.2: a message arrival boosts its receiver "so it runs as soon as
-//! it would be fair to do so", and seed 000 §5.1 measures fairness as the pace
+//! The Scheduler Testbed report §2.2: a message arrival boosts its receiver "so it runs as soon as
+//! it would be fair to do so", and ClusterSchedSim §5.1 measures fairness as the pace
 //! of progress (CPU a job gets per window W). A job that receives many messages
 //! would otherwise stay boosted and starve its neighbours, so every boost (DCS,
 //! wake-up, periodic) is charged to its job: within each aligned window

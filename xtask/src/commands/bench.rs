@@ -38,11 +38,11 @@ enum BenchCommand {
     },
     /// Every local policy against plain Linux: per workload and MPL, each
     /// job's slowdown vs its dedicated run, spinning, boosts, reaction
-    /// latency, seed-000 metrics and agent CPU (medians over repetitions).
+    /// latency, ClusterSchedSim's metrics and agent CPU (medians over repetitions).
     Local(LocalArgs),
     /// Coordinator policies (gang, paired gang, FCS) against plain Linux and
     /// the best local policy: communication- and I/O-intensive jobs and
-    /// seed 001's mixes, per slice length; switch skew; the targets.
+    /// Paired Gang Scheduling's mixes, per slice length; switch skew; the targets.
     Gang(GangArgs),
 }
 
