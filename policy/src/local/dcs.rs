@@ -62,8 +62,8 @@ pub struct DcsParams {
     /// preempted while it waited (spun) for a message. Default false: a task
     /// preempted mid-computation does not wait for this message, CFS runs it
     /// soon anyway, and boosting it only takes the CPU from the other job
-    /// and wakes the agent (measured with blocking receives: +12 % slowdown
-    /// over plain Linux and 6.8 % of a CPU with it, see docs/policies/dcs.md).
+    /// and wakes the agent (measured with blocking receives: slower than plain
+    /// Linux and more agent CPU, see docs/policies/dcs.md).
     pub boost_computing: bool,
 }
 
