@@ -314,7 +314,17 @@ impl DynamicCoscheduler {
             managed.oncpu_ns = Some(snap.oncpu_ns);
             self.budget.note_cpu(managed.job, ran, now);
             let missed_arrival = managed.obs.reconcile(snap, now);
-            let wait_ended = managed.obs.spin.is_none() && !managed.obs.pending_message;
+            // The kernel counts a SIGSTOP switch-out as a block and ends the
+            // spin episode there: a task the policy stopped still waits, and
+            // only its message (or the block bound) ends that wait.
+            let stopped = matches!(
+                managed.hold,
+                Hold::Blocked {
+                    level: Level::Stop,
+                    ..
+                }
+            );
+            let wait_ended = !stopped && managed.obs.spin.is_none() && !managed.obs.pending_message;
             let blocked = matches!(managed.hold, Hold::Blocked { .. });
             if missed_arrival {
                 self.on_message(snap.task, snap.on_cpu, out);
