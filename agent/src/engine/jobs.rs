@@ -255,6 +255,10 @@ impl<K: Kernel> Engine<K> {
             }
         }
         self.export_metrics(agent_cpu_seconds);
+        if self.driver.resting() {
+            // Nothing ran for a while: the policy looks at the poll's pace.
+            self.policy_tick();
+        }
         finished
     }
 
