@@ -6,6 +6,7 @@
 //! - [`engine`]: the synchronous core (registry, policy, enforcement).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+//! - [`guardian`], [`lifeline`], [`threads`]: undoing everything when the agent dies.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
 pub mod config;
 pub mod control;
@@ -18,8 +19,10 @@ pub mod engine;
 pub mod guardian;
 pub mod kernel;
 pub mod launch;
+pub mod lifeline;
 pub mod metrics;
 pub mod policy_driver;
 pub mod registry;
 pub mod restore;
+pub mod threads;
 pub mod tracefs;
