@@ -37,13 +37,16 @@ const BOOST_PRIO: i32 = 10;
 const JOB_FIFO_PRIO: u32 = 5;
 
 /// The node's one CPU (the last), and the others (where the test runs).
-fn node_cpu() -> (u32, Vec<u32>) {
+/// The tests of this file take turns on it (cargo runs tests in parallel).
+fn node_cpu() -> (std::sync::MutexGuard<'static, ()>, u32, Vec<u32>) {
+    static NODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let turn = NODE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let n = online_cpus();
     assert!(
         n >= 2,
         "this test needs 2 CPUs: one for the node, one to measure from"
     );
-    (n - 1, (0..n - 1).collect())
+    (turn, n - 1, (0..n - 1).collect())
 }
 
 /// An agent on `cpu` alone, pinned there, running DCS (so its event loop is
@@ -217,7 +220,7 @@ fn guardian_of(dir: &Path) -> u32 {
 #[test]
 fn every_agent_thread_and_the_guardian_are_real_time() {
     require_root();
-    let (cpu, _) = node_cpu();
+    let (_turn, cpu, _) = node_cpu();
     let agent = start_agent(cpu);
     let pid = agent.pid();
     let threads = threads_of(pid);
@@ -245,7 +248,7 @@ fn every_agent_thread_and_the_guardian_are_real_time() {
 fn sigkill_with_a_real_time_job_is_undone_within_100ms_every_time() {
     const KILLS: usize = 100;
     require_root();
-    let (cpu, others) = node_cpu();
+    let (_turn, cpu, others) = node_cpu();
     measure_from(&others);
     let task = spinner(cpu);
     set_nice(task.pid(), 3);
@@ -285,7 +288,7 @@ fn sigkill_with_a_real_time_job_is_undone_within_100ms_every_time() {
 fn sigkill_while_dcs_boosts_is_undone_within_100ms_every_time() {
     const KILLS: usize = 20;
     require_root();
-    let (cpu, others) = node_cpu();
+    let (_turn, cpu, others) = node_cpu();
     measure_from(&others);
     let ports = [
         cosched_integration_tests::free_port(),
