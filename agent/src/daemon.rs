@@ -340,7 +340,7 @@ async fn recv_opt<T>(receiver: &mut Option<mpsc::UnboundedReceiver<T>>) -> Optio
 /// reports each completed write or rename of the file. The watch is read on
 /// the event loop, not by a thread of its own: a SCHED_OTHER watcher thread
 /// starved behind boosted jobs, and kept a SIGKILLed agent alive (and its
-/// tasks boosted) for up to a second.
+/// tasks boosted) until real-time throttling let it run.
 fn watch_config(
     path: &Path,
     tx: mpsc::Sender<Internal>,

@@ -7,7 +7,7 @@
 //! it holds as abandoned and wakes a waiter: that is the start of the exit
 //! (`exit_mm`), before the exit closes the agent's files. Closing them is
 //! what takes long: detaching the eBPF programs waits for RCU grace periods,
-//! hundreds of milliseconds while a real-time job holds a CPU. Everything
+//! which are slow to come while a real-time job holds a CPU. Everything
 //! else that tells of a death comes after that: a pipe closes when its fd is
 //! released, a pidfd and the parent-death signal at the very end.
 use std::{

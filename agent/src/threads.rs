@@ -4,9 +4,8 @@
 //! while a policy acts or gang slices are enforced. Any other thread of the
 //! agent (the coordinator's switch timer, tokio's blocking pool) runs at that
 //! priority all the time: a SCHED_OTHER thread on a CPU that a boosted job
-//! holds runs only when real-time throttling lets it, up to a second later,
-//! and a SIGKILLed agent is not gone until each of its threads has run its
-//! exit. These threads sleep almost always, so the priority costs nothing.
+//! holds runs only when real-time throttling lets it, and a SIGKILLed agent
+//! is not gone until each of its threads has run its exit. These threads sleep almost always, so the priority costs nothing.
 //! The config watcher has no thread of its own (inotify on the event loop).
 use crate::kernel::{SchedAttr, SchedPolicy, linux::sched_setattr, sched_attr::FLAG_RESET_ON_FORK};
 

@@ -16,8 +16,8 @@
 //! either: after the reboot the `boot` line no longer matches the running
 //! kernel's boot id and the whole journal is set aside (a tid and start time
 //! could otherwise name an unrelated task of the new boot). An fsync would
-//! wait for the disk on the agent's real-time event loop (it blocked it for
-//! hundreds of milliseconds on a slow disk) for no task it could save.
+//! wait for the disk on the agent's real-time event loop for no task it
+//! could save.
 //!
 //! **Torn last line.** An agent killed inside a `write(2)` may leave half a
 //! line at the end. It is ignored: the change it was to protect was not made

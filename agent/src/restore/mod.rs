@@ -10,8 +10,8 @@
 //! line ([`journal`]), so adopting a task or seeing a fork costs one small
 //! write whatever the number of tasks. Nothing a policy does per message or
 //! per tick writes the journal (a write can block on a slow disk: the event
-//! loop was once stuck for 1–2 s in `submit_bio_wait` when the first boost
-//! of a run wrote it): the original attributes and autogroup nice are
+//! loop was once stuck in `submit_bio_wait` when the first boost of a run
+//! wrote it): the original attributes and autogroup nice are
 //! recorded at adoption, and exits are journaled lazily, all at once at the
 //! next [`flush`](RestoreLedger::flush) (a stale entry is harmless: its
 //! task's start time no longer matches), which is also where the journal is
