@@ -8,6 +8,7 @@
 //!   adopted; what the eBPF side must report).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+//! - [`guardian`], [`lifeline`], [`threads`]: undoing everything when the agent dies.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
 pub mod adoption;
 pub mod config;
@@ -21,9 +22,11 @@ pub mod engine;
 pub mod guardian;
 pub mod kernel;
 pub mod launch;
+pub mod lifeline;
 pub mod metrics;
 pub mod policy_driver;
 pub mod registry;
 pub mod restore;
+pub mod threads;
 pub mod tracefs;
 pub mod wakeup;

@@ -197,3 +197,39 @@ impl CostOver {
         }
     }
 }
+
+/// Pins the calling thread to `cpus`.
+pub fn pin_current_thread(cpus: &[u32]) {
+    // SAFETY: cpu_set_t is plain data; the CPU numbers are online CPUs.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    assert_eq!(rc, 0, "sched_setaffinity: {}", io::Error::last_os_error());
+}
+
+/// Runs the calling thread at SCHED_FIFO `priority` (0: SCHED_OTHER), so a
+/// test measuring a latency is not itself delayed by a loaded machine.
+/// Processes it starts do not inherit it.
+pub fn set_current_thread_fifo(priority: i32) {
+    let policy = if priority > 0 {
+        libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK
+    } else {
+        libc::SCHED_OTHER
+    };
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: plain syscall on the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, policy, &p) };
+    assert_eq!(rc, 0, "sched_setscheduler: {}", io::Error::last_os_error());
+}
+
+/// Number of online CPUs.
+pub fn online_cpus() -> u32 {
+    // SAFETY: plain sysconf.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) as u32 }
+}
