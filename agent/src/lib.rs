@@ -5,7 +5,7 @@
 //! - [`kernel`]: the one seam to the kernel (real and fake).
 //! - [`engine`]: the synchronous core (registry, policy, enforcement).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
-//! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+//! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`], [`limits`]: the async edge.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs).
 pub mod config;
 pub mod control;
@@ -18,6 +18,7 @@ pub mod engine;
 pub mod guardian;
 pub mod kernel;
 pub mod launch;
+pub mod limits;
 pub mod metrics;
 pub mod policy_driver;
 pub mod registry;

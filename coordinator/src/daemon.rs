@@ -78,9 +78,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics_listener,
         metrics.registry().clone(),
         "cosched-coordinator: see /metrics\n",
+        config.limits.metrics,
     ));
     let (calls_tx, mut calls) = mpsc::channel::<admin::server::Call>(64);
-    tokio::spawn(admin::server::serve(admin_listener, calls_tx));
+    tokio::spawn(admin::server::serve(
+        admin_listener,
+        calls_tx,
+        config.limits.admin,
+    ));
 
     let (events_tx, mut events) = mpsc::channel::<ConnEvent>(4096);
     let context = Arc::new(ConnContext {
