@@ -5,19 +5,16 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use tokio::{net::TcpListener, sync::Semaphore};
+use tokio::net::TcpListener;
 
 use super::connection::{ConnContext, serve_connection};
 
-/// Accepts connections until the task is dropped; at most `max_connections`
-/// are served at once (others wait in the kernel's backlog).
-pub async fn accept_loop(listener: TcpListener, context: Arc<ConnContext>, max_connections: usize) {
+/// Accepts connections until the task is dropped. Every connection is
+/// accepted at once (none waits in the kernel's backlog behind idle ones);
+/// the unauthenticated ones are bounded by the context's gate.
+pub async fn accept_loop(listener: TcpListener, context: Arc<ConnContext>) {
     static NEXT_CONN: AtomicU64 = AtomicU64::new(1);
-    let slots = Arc::new(Semaphore::new(max_connections));
     loop {
-        let Ok(permit) = slots.clone().acquire_owned().await else {
-            return;
-        };
         match listener.accept().await {
             Ok((stream, peer)) => {
                 let _ = stream.set_nodelay(true);
@@ -26,10 +23,10 @@ pub async fn accept_loop(listener: TcpListener, context: Arc<ConnContext>, max_c
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
                     serve_connection(reader, writer, peer, conn, &context).await;
-                    drop(permit);
                 });
             }
             Err(error) => {
+                // Out of file descriptors, most likely: let some close.
                 tracing::warn!("accepting an agent connection: {error}");
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
