@@ -1,7 +1,7 @@
 //! Reading one request line without buffering more than the limit allows.
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
-use super::memory::LargeBuffers;
+use super::memory;
 
 /// Capacity a connection keeps between requests; a larger buffer (left by a
 /// long request) is freed once its request is answered.
@@ -22,11 +22,10 @@ pub(crate) enum LineEnd {
 
 /// One connection's line buffer. It grows only as far as the line limit,
 /// and a large one is freed (and its memory handed back to the system, see
-/// [`LargeBuffers`]) when its request is done or its connection closes.
+/// [`memory`]) when its request is done or its connection closes.
 #[derive(Debug, Default)]
 pub(crate) struct LineBuffer {
     bytes: Vec<u8>,
-    large: Option<LargeBuffers>,
 }
 
 impl LineBuffer {
@@ -37,7 +36,7 @@ impl LineBuffer {
     /// Empties the buffer for the next line, freeing it if it grew large.
     pub(crate) fn reset(&mut self) {
         if self.bytes.capacity() > KEPT_CAPACITY {
-            *self = LineBuffer::default();
+            memory::free_large(std::mem::take(&mut self.bytes));
         } else {
             self.bytes.clear();
         }
@@ -51,22 +50,12 @@ impl LineBuffer {
             self.bytes.reserve_exact(target - self.bytes.len());
         }
         self.bytes.extend_from_slice(chunk);
-        if self.large.is_none() && self.bytes.capacity() > KEPT_CAPACITY {
-            self.large = Some(LargeBuffers::hold());
-        }
-    }
-
-    /// Frees the bytes before the large-buffer guard goes, so that the
-    /// memory it hands back includes them.
-    fn free(&mut self) {
-        self.bytes = Vec::new();
-        self.large = None;
     }
 }
 
 impl Drop for LineBuffer {
     fn drop(&mut self) {
-        self.free();
+        self.reset();
     }
 }
 
@@ -158,9 +147,7 @@ mod tests {
         }
         assert_eq!(line.bytes.len(), 100_000);
         assert_eq!(line.bytes.capacity(), 100_000);
-        assert!(line.large.is_some());
         line.reset();
         assert_eq!(line.bytes.capacity(), 0);
-        assert!(line.large.is_none());
     }
 }

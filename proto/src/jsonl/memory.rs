@@ -2,30 +2,39 @@
 //!
 //! glibc keeps freed heap memory for reuse, and after a large block is freed
 //! it raises its mmap threshold, so later large blocks come from the heap as
-//! well: once many connections have held long lines, a daemon's resident
-//! memory stays at its peak although every buffer was freed. So when the
-//! last large line buffer of the process is freed, `malloc_trim` returns the
-//! free pages (at most once per burst of long lines, however many
-//! connections held them).
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! well: once connections have held long lines, their freed buffers stay in
+//! the daemon's resident memory as long as anything newer sits above them in
+//! the heap (one connection still open is enough). So freeing a large line
+//! buffer schedules a `malloc_trim`, which returns free pages from anywhere
+//! in the heap; one trim serves a whole burst of closing connections.
+use std::{
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
-/// Large line buffers alive in the process.
-static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// How long after a large buffer is freed the trim runs, so that the
+/// buffers of connections closing together are freed by then.
+const TRIM_DELAY: Duration = Duration::from_millis(100);
 
-/// Held by a line buffer while it is large; drop it after freeing the buffer.
-#[derive(Debug)]
-pub(crate) struct LargeBuffers(());
+/// A trim is scheduled and has not run yet.
+static TRIM_DUE: AtomicBool = AtomicBool::new(false);
 
-impl LargeBuffers {
-    pub(crate) fn hold() -> Self {
-        LIVE.fetch_add(1, Ordering::Relaxed);
-        LargeBuffers(())
+/// Frees `buffer` and makes sure a trim follows shortly.
+pub(crate) fn free_large(buffer: Vec<u8>) {
+    drop(buffer);
+    if TRIM_DUE.swap(true, Ordering::AcqRel) {
+        return;
     }
-}
-
-impl Drop for LargeBuffers {
-    fn drop(&mut self) {
-        if LIVE.fetch_sub(1, Ordering::AcqRel) == 1 {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async {
+                tokio::time::sleep(TRIM_DELAY).await;
+                TRIM_DUE.store(false, Ordering::Release);
+                return_free_memory();
+            });
+        }
+        Err(_) => {
+            TRIM_DUE.store(false, Ordering::Release);
             return_free_memory();
         }
     }
