@@ -64,8 +64,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let core = load_core(&config)?;
     let metrics = Metrics::new();
 
-    let agents = tokio::net::TcpListener::bind(config.listen)
-        .await
+    let agents = crate::net::bind(config.listen)
         .with_context(|| format!("binding the agent listener {}", config.listen))?;
     let metrics_listener = tokio::net::TcpListener::bind(config.metrics_listen)
         .await

@@ -20,7 +20,7 @@ use cosched_proto::wire::{
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _},
     net::{
-        TcpListener, TcpStream,
+        TcpStream,
         tcp::{OwnedReadHalf, OwnedWriteHalf},
     },
     sync::mpsc,
@@ -39,7 +39,7 @@ struct Coordinator {
 }
 
 async fn start(per_address: usize, total: usize) -> Coordinator {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = cosched_coordinator::net::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let address = listener.local_addr().unwrap();
     let (events_tx, events) = mpsc::channel(16);
     let metrics = Metrics::new();

@@ -123,6 +123,7 @@ fn idle_connections_cannot_keep_a_restarting_agent_out_and_are_counted() {
     });
     // From n0's own address: per-address limits alone would lock it out.
     let listen = cluster.coordinator.listen.clone();
+    let flooding = Instant::now();
     let idle = in_netns(&cluster.nodes.ns[0], move || {
         (0..IDLE_CONNECTIONS)
             .map(|_| TcpStream::connect(&listen).expect("connecting an idle peer"))
@@ -132,6 +133,10 @@ fn idle_connections_cannot_keep_a_restarting_agent_out_and_are_counted() {
     // spawn() returns once it sees the socket (polling every 50 ms), so the
     // delay is measured from there: at most 50 ms short of the true one, and
     // never counting the agent's own start-up.
+    eprintln!(
+        "{IDLE_CONNECTIONS} idle connections opened in {:?}",
+        flooding.elapsed()
+    );
     let spawning = Instant::now();
     cluster.agents[0].spawn();
     let started = Instant::now();

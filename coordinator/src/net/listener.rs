@@ -1,13 +1,33 @@
 //! Accepting agent connections.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    net::SocketAddr,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 
 use super::connection::{ConnContext, serve_connection};
+
+/// Connections the kernel completes ahead of the accept loop. A burst larger
+/// than this has SYNs dropped, and a dropped SYN costs a real agent a 1 s
+/// retransmission: the default (128) is small next to the 256 unauthenticated
+/// connections the gate lets wait.
+const BACKLOG: u32 = 1024;
+
+/// Binds the agents' listener (address reusable at once after a restart).
+pub fn bind(address: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match address {
+        SocketAddr::V4(_) => TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(BACKLOG)
+}
 
 /// Accepts connections until the task is dropped. Every connection is
 /// accepted at once (none waits in the kernel's backlog behind idle ones);

@@ -10,4 +10,4 @@ mod listener;
 
 pub use connection::{ConnContext, ConnEvent, Outgoing, serve_connection};
 pub use handshake::PreAuthGate;
-pub use listener::accept_loop;
+pub use listener::{accept_loop, bind};
