@@ -5,7 +5,7 @@ use super::memory;
 
 /// Capacity a connection keeps between requests; a larger buffer (left by a
 /// long request) is freed once its request is answered.
-const KEPT_CAPACITY: usize = 16 * 1024;
+const KEPT_CAPACITY: usize = 64 * 1024;
 
 /// How reading a line ended.
 #[derive(Debug, PartialEq, Eq)]
