@@ -153,9 +153,14 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         metrics_listener,
         engine.metrics().registry().clone(),
         "cosched-agent: see /metrics\n",
+        cfg.limits.metrics,
     ));
     let (calls_tx, mut calls) = mpsc::channel::<control::Call>(64);
-    tokio::spawn(control::serve(control_listener, calls_tx));
+    tokio::spawn(control::serve(
+        control_listener,
+        calls_tx,
+        cfg.limits.control,
+    ));
 
     let (internal_tx, mut internal) = mpsc::channel::<Internal>(256);
     let _watcher = watch_config(&config_path, internal_tx.clone())
