@@ -84,6 +84,10 @@ pub struct Config {
     pub finished_retention: u32,
     #[serde(default)]
     pub ebpf: EbpfConfig,
+    /// Caps and time-outs of the control socket and the metrics endpoint
+    /// (`[limits.control]`, `[limits.metrics]`). Cannot change at run time.
+    #[serde(default)]
+    pub limits: crate::limits::Limits,
     /// The coordinator to join (gang slices, jobs). Absent: a standalone
     /// agent. Cannot change at run time.
     #[serde(default)]
@@ -230,13 +234,14 @@ impl Config {
         if let Some(coordinator) = &self.coordinator {
             coordinator.validate().map_err(ConfigError::Invalid)?;
         }
+        self.limits.validate().map_err(ConfigError::Invalid)?;
         Ok(())
     }
 
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 9] = [
+        let immutable: [(&'static str, bool); 10] = [
             ("node", self.node != new.node),
             // The agent pinned itself to its CPUs at start and the tasks it
             // manages were checked against them.
@@ -253,6 +258,7 @@ impl Config {
             ),
             ("pin_self", self.pin_self != new.pin_self),
             ("coordinator", self.coordinator != new.coordinator),
+            ("limits", self.limits != new.limits),
         ];
         match immutable.into_iter().find(|(_, changed)| *changed) {
             Some((field, _)) => Err(ConfigError::Immutable(field)),

@@ -7,7 +7,8 @@
 //! - [`adoption`], [`wakeup`]: pure rules the engine applies (what may be
 //!   adopted; what the eBPF side must report).
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
-//! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`]: the async edge.
+//! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`], [`limits`]: the async edge.
+//! - [`guardian`], [`lifeline`], [`threads`]: undoing everything when the agent dies.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs);
 //!   [`program`] and [`leftovers`] answer its program checks and reap orders.
 pub mod adoption;
@@ -23,10 +24,13 @@ pub mod guardian;
 pub mod kernel;
 pub mod launch;
 pub mod leftovers;
+pub mod lifeline;
+pub mod limits;
 pub mod metrics;
 pub mod policy_driver;
 pub mod program;
 pub mod registry;
 pub mod restore;
+pub mod threads;
 pub mod tracefs;
 pub mod wakeup;

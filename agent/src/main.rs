@@ -3,7 +3,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Parser;
-use cosched_agent::{config::Config, daemon, guardian, launch};
+use cosched_agent::{config::Config, daemon, guardian, launch, threads};
 
 #[derive(Parser)]
 #[command(
@@ -36,14 +36,21 @@ enum Internal {
     },
     /// (internal) restore the journal's tasks when the agent dies.
     #[command(name = "__guardian", hide = true)]
-    Guardian { journal: PathBuf },
+    Guardian {
+        journal: PathBuf,
+        /// fd 4 is the agent's lifeline (else fd 3 is its pipe).
+        #[arg(long)]
+        lifeline: bool,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     match args.internal {
         Some(Internal::Gate { command }) => return launch::run_gate(&command),
-        Some(Internal::Guardian { journal }) => return guardian::run(&journal),
+        Some(Internal::Guardian { journal, lifeline }) => {
+            return guardian::run(&journal, lifeline);
+        }
         None => {}
     }
     tracing_subscriber::fmt()
@@ -63,8 +70,12 @@ fn main() -> anyhow::Result<()> {
         daemon::pin_to(&cfg.node_cpus(daemon::online_cpus()))
             .context("pinning the agent to its node CPUs")?;
     }
+    let helper_priority = cfg.agent_priority;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // The event loop runs on this thread; a thread tokio starts (its
+        // blocking pool, e.g. for a name lookup) must not starve.
+        .on_thread_start(move || threads::run_helper_at(helper_priority))
         .build()
         .context("starting the tokio runtime")?;
     rt.block_on(daemon::run(args.config, cfg))

@@ -232,17 +232,24 @@ impl PolicyDriver {
         }
     }
 
+    /// No managed task has run for several ticks and the tick interval
+    /// reached its longest: the periodic tick then rides on the agent's
+    /// poll (see `Engine::poll`) instead of waking the agent on its own.
+    /// The policy's own timers still do.
+    pub fn resting(&self) -> bool {
+        self.active() && !self.policy.counts_every_tick() && self.tick_ns() >= IDLE_TICK_MAX_NS
+    }
+
     /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {
             return None;
         }
-        let periodic = self.last_tick + self.tick_ns();
-        Some(
-            self.policy
-                .next_wakeup()
-                .map_or(periodic, |w| w.min(periodic)),
-        )
+        let periodic = (!self.resting()).then(|| self.last_tick + self.tick_ns());
+        match (self.policy.next_wakeup(), periodic) {
+            (Some(timer), Some(periodic)) => Some(timer.min(periodic)),
+            (timer, periodic) => timer.or(periodic),
+        }
     }
 
     /// Derives events from the counters of the managed tasks, then ticks.
@@ -447,6 +454,7 @@ mod tests {
         let mut intervals = Vec::new();
         for _ in 0..8 {
             now += d.tick_ns();
+            assert!(!d.resting() || d.tick_ns() == IDLE_TICK_MAX_NS);
             d.tick(now, &[(7, asleep)], &[]);
             intervals.push(d.tick_ns() / ms);
         }
@@ -455,8 +463,11 @@ mod tests {
             [10, 10, 20, 40, 80, 100, 100, 100],
             "quiet after 10 ms without a spin, then doubling up to 100 ms"
         );
+        assert!(d.resting());
+        assert_eq!(d.next_wakeup(), None, "ticks ride on the poll now");
         d.arrival(7, now, false, false);
         assert_eq!(d.tick_ns(), 10 * ms, "an arrival ends the idle back-off");
+        assert_eq!(d.next_wakeup(), Some(now + 10 * ms));
         let ran = TaskStats {
             switches_in: 6,
             ..asleep

@@ -26,3 +26,22 @@ fn every_example_agent_config_is_valid() {
         dir.display()
     );
 }
+
+#[test]
+fn systemd_unit_gives_files_beyond_the_endpoint_caps() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../configs/systemd/cosched-agent.service");
+    let unit = std::fs::read_to_string(path).unwrap();
+    let files: usize = unit
+        .lines()
+        .find_map(|line| line.strip_prefix("LimitNOFILE="))
+        .expect("the unit sets LimitNOFILE (the default, 1024, was used up by metrics clients)")
+        .parse()
+        .expect("a number");
+    let limits = cosched_agent::limits::Limits::default();
+    let clients = limits.control.max_connections + limits.metrics.max_connections;
+    assert!(
+        files >= 1024 + clients,
+        "LimitNOFILE={files} leaves the agent less than 1024 files beside its clients"
+    );
+}

@@ -11,7 +11,7 @@ use cosched_policy::global::{ColumnAllocation, PairingConfig, QueuePolicy};
 use cosched_proto::wire::SharedSecret;
 use serde::Deserialize;
 
-use crate::policy::GlobalPolicy;
+use crate::{limits::Limits, policy::GlobalPolicy};
 
 /// Shortest slice accepted: below it the switch cost and skew dominate.
 pub const MIN_SLICE_MS: u64 = 10;
@@ -86,9 +86,13 @@ pub struct Config {
     /// time (see `priority.rs`).
     #[serde(default = "default_realtime_priority")]
     pub realtime_priority: u32,
-    /// Paired gang settings (seed 001 defaults: margin 1 %, band 20 %).
+    /// Paired gang settings (Paired Gang Scheduling defaults: margin 1 %, band 20 %).
     #[serde(default)]
     pub paired: PairingConfig,
+    /// Caps and time-outs of the wire port, the admin socket and the metrics
+    /// endpoint (`[limits.agents]`, `[limits.admin]`, `[limits.metrics]`).
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 fn default_listen() -> SocketAddr {
@@ -265,6 +269,7 @@ impl Config {
                 "paired: margin_percent in 0..100, homogeneity_band_percent in 0..=100".into(),
             );
         }
+        self.limits.validate().map_err(ConfigError::Invalid)?;
         Ok(())
     }
 
@@ -330,6 +335,28 @@ mod tests {
         assert_eq!(config.switch_lead(), Duration::from_millis(5));
         assert_eq!(config.paired, PairingConfig::default());
         assert_eq!(config.realtime_priority, 40);
+        assert_eq!(config.limits, Limits::default());
+    }
+
+    #[test]
+    fn limits_are_validated_with_their_table_named() {
+        let text = format!("{}[limits.agents]\nhandshake_timeout_ms = 10\n", minimal());
+        let error = Config::parse(&text, "t").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("limits.agents.handshake_timeout_ms 10"),
+            "{error}"
+        );
+        let text = format!("{}[limits.metrics]\nmax_connections = 2\n", minimal());
+        assert_eq!(
+            Config::parse(&text, "t")
+                .unwrap()
+                .limits
+                .metrics
+                .max_connections,
+            2
+        );
     }
 
     #[test]

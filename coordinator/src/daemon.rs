@@ -21,12 +21,9 @@ use crate::{
     config::Config,
     core::{Core, CoreConfig, Effect, Submitted},
     metrics::Metrics,
-    net::{ConnContext, ConnEvent, Outgoing, accept_loop},
+    net::{ConnContext, ConnEvent, Outgoing, PreAuthGate, accept_loop},
     persist::{self, Persister},
 };
-
-/// How long an agent has to complete the handshake and register.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 struct Connection {
     node: usize,
@@ -69,8 +66,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let core = load_core(&config)?;
     let metrics = Metrics::new();
 
-    let agents = tokio::net::TcpListener::bind(config.listen)
-        .await
+    let agents = crate::net::bind(config.listen)
         .with_context(|| format!("binding the agent listener {}", config.listen))?;
     let metrics_listener = tokio::net::TcpListener::bind(config.metrics_listen)
         .await
@@ -80,9 +76,14 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics_listener,
         metrics.registry().clone(),
         "cosched-coordinator: see /metrics\n",
+        config.limits.metrics,
     ));
     let (calls_tx, mut calls) = mpsc::channel::<admin::server::Call>(64);
-    tokio::spawn(admin::server::serve(admin_listener, calls_tx));
+    tokio::spawn(admin::server::serve(
+        admin_listener,
+        calls_tx,
+        config.limits.admin,
+    ));
 
     let (events_tx, mut events) = mpsc::channel::<ConnEvent>(4096);
     let context = Arc::new(ConnContext {
@@ -91,9 +92,13 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         heartbeat_interval: config.heartbeat_interval(),
         heartbeat_timeout: config.heartbeat_timeout(),
-        handshake_timeout: HANDSHAKE_TIMEOUT,
+        handshake_timeout: config.limits.agents.handshake_timeout(),
+        gate: std::sync::Mutex::new(PreAuthGate::new(
+            config.limits.agents.unauthenticated_per_address,
+            config.limits.agents.unauthenticated,
+        )),
     });
-    tokio::spawn(accept_loop(agents, context, 4 * config.nodes.len() + 16));
+    tokio::spawn(accept_loop(agents, context));
 
     let write_errors = metrics.state_write_errors.clone();
     let persister = Persister::start(config.state_file.clone(), move |error| {

@@ -1,7 +1,7 @@
 //! cosched coordinator: the cluster's lightweight master.
 //!
 //! Layout (pure decisions separate from I/O):
-//! - [`config`], [`policy`]: what it runs.
+//! - [`config`], [`limits`], [`policy`]: what it runs.
 //! - [`core`]: every decision (jobs, matrix, nodes, slices, skew) as a state
 //!   machine without I/O, driven by the daemon and unit-tested.
 //! - [`persist`]: the state file (atomic replace).
@@ -14,6 +14,7 @@ pub mod clock;
 pub mod config;
 pub mod core;
 pub mod daemon;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod persist;

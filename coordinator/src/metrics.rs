@@ -12,7 +12,8 @@ use crate::core::SwitchObservation;
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
-    /// Frames (and handshakes) refused, by `WireError::reason()`.
+    /// Frames and connections refused: by `StreamError::reason()`, or a
+    /// handshake that timed out or was evicted (see `net::gate`).
     pub wire_rejected: IntCounterVec,
     pub switch_skew: Histogram,
     pub switch_lateness: Histogram,
@@ -64,7 +65,7 @@ impl Metrics {
         Self {
             wire_rejected: counter_vec(
                 "cosched_wire_rejected_total",
-                "Wire frames and handshakes refused (malformed, unauthenticated, replayed, ...), by reason.",
+                "Wire frames and connections refused (malformed, unauthenticated, replayed, handshake_timeout, register_timeout, unauthenticated_per_address_limit, unauthenticated_limit, ...), by reason.",
                 &["reason"],
             ),
             switch_skew: register(

@@ -13,9 +13,9 @@ pub enum GlobalPolicy {
     /// Gang scheduling: one matrix row per slice, alternates fill idle nodes.
     #[default]
     Gang,
-    /// Paired gang scheduling (seed 001): one or two rows per slice.
+    /// Paired gang scheduling (Paired Gang Scheduling): one or two rows per slice.
     PairedGang,
-    /// Flexible coscheduling (seed 004 §2.4): gang slots, inside which each
+    /// Flexible coscheduling (the Scheduler Testbed report §2.4): gang slots, inside which each
     /// agent's local FCS policy classifies and schedules the processes.
     Fcs,
 }

@@ -2,10 +2,9 @@
 //!
 //! Slice switches are announced a few milliseconds ahead of their time. On a
 //! host whose agents run jobs at real-time priorities (DCS boosts, FCS slot
-//! owners), a time-shared coordinator waits for its CPU behind them:
-//! measured with FCS at 10 ms slices on the 2-node cluster, it waited up to
-//! 32 ms (p99 15 ms) after each wakeup, so announcements came late and the
-//! cross-node switch skew p99 rose to 3.8 ms. Its event loop therefore runs at
+//! owners), a time-shared coordinator waits for its CPU behind them, so
+//! announcements come late and the cross-node switch skew grows by orders
+//! of magnitude (measured with FCS at 10 ms slices: docs/benchmarks.md). Its event loop therefore runs at
 //! a SCHED_FIFO priority above the jobs' boosts (which agents keep below
 //! their own priority); it sleeps between slices, so it takes little CPU.
 

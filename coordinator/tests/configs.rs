@@ -35,3 +35,22 @@ fn systemd_unit_checks_the_config_and_starts_the_coordinator() {
     assert!(unit.contains("--check-config"));
     assert!(unit.contains("ExecStart=/usr/bin/cosched-coordinator --config"));
 }
+
+#[test]
+fn systemd_unit_gives_enough_files_for_every_connection_the_limits_allow() {
+    let unit =
+        std::fs::read_to_string(configs_dir().join("systemd/cosched-coordinator.service")).unwrap();
+    let files: usize = unit
+        .lines()
+        .find_map(|line| line.strip_prefix("LimitNOFILE="))
+        .expect("the unit sets LimitNOFILE (the default, 1024, is below the node limit)")
+        .parse()
+        .expect("a number");
+    let limits = cosched_coordinator::limits::Limits::default();
+    let most_nodes = 1024;
+    let worst_case = 2 * most_nodes
+        + limits.agents.unauthenticated
+        + limits.admin.max_connections
+        + limits.metrics.max_connections;
+    assert!(files >= worst_case, "LimitNOFILE={files} < {worst_case}");
+}

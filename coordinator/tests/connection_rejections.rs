@@ -2,11 +2,15 @@
 //! frame is refused, counted by reason, and never crashes the coordinator;
 //! a non-fatal bad frame leaves the connection usable.
 
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use cosched_coordinator::{
     metrics::Metrics,
-    net::{ConnContext, ConnEvent, serve_connection},
+    net::{ConnContext, ConnEvent, PreAuthGate, serve_connection},
 };
 use cosched_proto::wire::{
     Inbound, Message, Register, Role, Session, SessionConfig, SharedSecret, SliceSwitched,
@@ -40,6 +44,7 @@ fn start() -> Harness {
         heartbeat_interval: Duration::from_secs(10),
         heartbeat_timeout: Duration::from_secs(30),
         handshake_timeout: Duration::from_secs(2),
+        gate: Mutex::new(PreAuthGate::new(8, 256)),
     });
     let peer: SocketAddr = "10.0.0.2:5000".parse().unwrap();
     let task = tokio::spawn(async move {

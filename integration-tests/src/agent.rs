@@ -45,9 +45,15 @@ impl Default for AgentOpts<'_> {
     }
 }
 
+/// The agent's config. Agents run unpinned unless `extra` sets `pin_self`.
 pub fn config_text(node: &str, cpus: &[u32], dir: &Path, port: u16, extra: &str) -> String {
+    let pin = if extra.contains("pin_self") {
+        ""
+    } else {
+        "pin_self = false\n"
+    };
     format!(
-        "node = \"{node}\"\ncpus = {cpus:?}\nmetrics_listen = \"127.0.0.1:{port}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\npin_self = false\n{extra}\n",
+        "node = \"{node}\"\ncpus = {cpus:?}\nmetrics_listen = \"127.0.0.1:{port}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\n{pin}{extra}\n",
         dir.join("agent.sock").display(),
         dir.join("state").display(),
     )

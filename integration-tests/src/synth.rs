@@ -1,7 +1,10 @@
-//! Benchmark jobs (`cosched-synth`) as job specs, and their JSON results.
+//! Benchmark jobs (`cosched-synth`) as job specs, launched across agents,
+//! and their JSON results.
 use std::collections::BTreeMap;
 
 use cosched_proto::{control::JobInfo, job::JobSpec};
+
+use crate::agent::TestAgent;
 
 /// One spec per rank; rank r listens on `addrs[r]:port`.
 pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) -> Vec<JobSpec> {
@@ -20,6 +23,55 @@ pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) 
             sched: None,
         })
         .collect()
+}
+
+/// A job's rank processes, one per node. They are SIGKILLed on drop: an
+/// agent that stops hands its jobs back and leaves them running, and they
+/// must not outlive the test.
+pub struct RunningJob {
+    pub job_id: u32,
+    /// Main process of rank r (launched by `agents[r]`).
+    pub pids: Vec<u32>,
+}
+
+impl RunningJob {
+    /// Launches rank r of a `cosched-synth` job through `agents[r]`, which
+    /// listens on `addrs[r]:port`.
+    pub fn launch(
+        agents: &[&TestAgent],
+        addrs: &[&str],
+        job_id: u32,
+        port: u16,
+        args: &[&str],
+    ) -> Self {
+        let pids = specs(job_id, &format!("job{job_id}"), addrs, port, args)
+            .into_iter()
+            .zip(agents)
+            .map(|(spec, agent)| agent.launch(spec))
+            .collect();
+        Self { job_id, pids }
+    }
+
+    /// Every thread of every rank alive now.
+    pub fn threads(&self) -> Vec<u32> {
+        self.pids
+            .iter()
+            .flat_map(|&pid| crate::proc::threads_of(pid))
+            .collect()
+    }
+}
+
+impl Drop for RunningJob {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            // Only our benchmark: the pid may have been reaped and reused.
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if comm.trim() == "cosched-synth" {
+                // SAFETY: plain syscall.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+    }
 }
 
 /// The rank's JSON result (the benchmark prints it on stdout).

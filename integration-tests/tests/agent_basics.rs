@@ -188,3 +188,20 @@ fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
         Reply::Jobs { .. }
     ));
 }
+
+/// Editors save by writing a new file and renaming it over the old one: the
+/// config watcher reloads on that too (and not on the temporary file).
+#[test]
+fn config_replaced_by_rename_is_reloaded() {
+    require_root();
+    let agent = TestAgent::start(AgentOpts::default());
+    let good = std::fs::read_to_string(&agent.config_path).unwrap();
+    let saved = agent.config_path.with_extension("toml.new");
+    std::fs::write(&saved, format!("{good}[ebpf]\npoll_interval_ms = 20\n")).unwrap();
+    std::fs::rename(&saved, &agent.config_path).unwrap();
+    wait_for_reload_count(&agent, "accepted", 1.0);
+    assert_eq!(
+        agent.metric("cosched_config_reloads_total", &["rejected"]),
+        0.0
+    );
+}

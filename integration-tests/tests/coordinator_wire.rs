@@ -1,16 +1,16 @@
-//! Malformed and unauthenticated wire frames against the real daemons: the
-//! coordinator and the agent refuse them, count them by reason in
-//! `cosched_wire_rejected_total`, and keep working.
+//! Malformed, unauthenticated and idle wire connections against the real
+//! daemons: the coordinator and the agent refuse them, count them by reason
+//! in `cosched_wire_rejected_total`, and keep working.
 use std::{
     io::{Read as _, Write as _},
     net::{TcpListener, TcpStream},
     os::fd::AsRawFd as _,
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
-    coord::{CoordOpts, SECRET, TestCluster, wait_until},
+    coord::{CoordOpts, SECRET, TestCluster, TestCoordinator, exclusive, wait_until},
     require_root,
 };
 use cosched_proto::wire::{
@@ -95,6 +95,94 @@ fn the_coordinator_refuses_garbage_and_strangers_and_keeps_serving() {
     let id = coordinator.submit_synth("after", 2, &["--duration", "0.3"]);
     let done = coordinator.wait_job(id, Duration::from_secs(10), |job| job["state"] != "running");
     assert_eq!(done["state"], "completed", "{done:#}");
+}
+
+/// Whether the coordinator lists `node` as registered now.
+fn node_connected(coordinator: &TestCoordinator, node: &str) -> bool {
+    coordinator.call(&["nodes"])["nodes"]["nodes"]
+        .as_array()
+        .is_some_and(|nodes| {
+            nodes
+                .iter()
+                .any(|entry| entry["name"] == node && entry["connected"] == true)
+        })
+}
+
+/// The bound: idle or slow peers delay a real agent by at most 1 s.
+const MOST_DELAY: Duration = Duration::from_secs(1);
+const IDLE_CONNECTIONS: usize = 500;
+
+#[test]
+fn idle_connections_cannot_keep_a_restarting_agent_out_and_are_counted() {
+    require_root();
+    let _timing = exclusive();
+    let mut cluster = TestCluster::start(69, CoordOpts::default(), "");
+    cluster.agents[0].stop();
+    wait_until("n0 seen gone", Duration::from_secs(5), || {
+        !node_connected(&cluster.coordinator, "n0")
+    });
+    // From n0's own address: per-address limits alone would lock it out.
+    let listen = cluster.coordinator.listen.clone();
+    let flooding = Instant::now();
+    let idle = in_netns(&cluster.nodes.ns[0], move || {
+        (0..IDLE_CONNECTIONS)
+            .map(|_| TcpStream::connect(&listen).expect("connecting an idle peer"))
+            .collect::<Vec<_>>()
+    });
+    // The agent dials the coordinator as soon as its control socket is bound;
+    // spawn() returns once it sees the socket (polling every 50 ms), so the
+    // delay is measured from there: at most 50 ms short of the true one, and
+    // never counting the agent's own start-up.
+    eprintln!(
+        "{IDLE_CONNECTIONS} idle connections opened in {:?}",
+        flooding.elapsed()
+    );
+    let spawning = Instant::now();
+    cluster.agents[0].spawn();
+    let started = Instant::now();
+    while !node_connected(&cluster.coordinator, "n0") {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "n0 never registered:\n{}",
+            cluster.logs()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let took = started.elapsed();
+    let with_start_up = spawning.elapsed();
+    assert!(
+        took < MOST_DELAY,
+        "n0 registered {took:?} after restarting behind {IDLE_CONNECTIONS} idle connections:\n{}",
+        cluster.logs()
+    );
+    let coordinator = &cluster.coordinator;
+    let idle_rejections = || {
+        ["handshake_timeout", "unauthenticated_per_address_limit"]
+            .iter()
+            .map(|reason| {
+                coordinator.metric(
+                    "cosched_wire_rejected_total",
+                    &[&format!("reason=\"{reason}\"")],
+                )
+            })
+            .sum::<f64>()
+    };
+    wait_until(
+        "every idle connection counted",
+        Duration::from_secs(10),
+        || idle_rejections() >= IDLE_CONNECTIONS as f64,
+    );
+    let timed_out = coordinator.metric(
+        "cosched_wire_rejected_total",
+        &["reason=\"handshake_timeout\""],
+    );
+    assert!(timed_out >= 1.0, "no handshake time-out counted");
+    eprintln!(
+        "n0 registered {took:?} after its socket was up ({with_start_up:?} with start-up); idle connections: {timed_out} timed out, {} evicted",
+        idle_rejections() - timed_out
+    );
+    drop(idle);
+    cluster.wait_connected(Duration::from_secs(2));
 }
 
 #[test]

@@ -1,16 +1,70 @@
 //! The Prometheus endpoint of the cosched daemons: `GET /metrics` renders a
 //! registry in the text exposition format, `GET /` says what the daemon is.
+//!
+//! Connections are capped and a client that does not send a request's
+//! headers within the idle time-out (an idle keep-alive connection, or a
+//! slowloris trickling bytes) is closed, so clients cannot use up the
+//! daemon's file descriptors, which its other sockets need.
+mod limits;
+
+use std::{sync::Arc, time::Duration};
+
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    service::TowerToHyperService,
+};
+pub use limits::HttpLimits;
 use prometheus::{Encoder as _, Registry, TextEncoder};
+use tokio::{net::TcpListener, sync::Semaphore};
+
+/// The longest a connection lives, whatever it does: the time-outs cover
+/// reading requests, this bounds a client that stops reading a response.
+/// Scrapers just connect again.
+const MAX_CONNECTION_AGE: Duration = Duration::from_secs(300);
+
+/// What a connection over the cap gets before it is closed.
+const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\ncontent-length: 21\r\nconnection: close\r\n\r\ntoo many connections\n";
 
 /// Serves `registry` on `listener` until the task is dropped; `banner` is the
 /// body of `GET /` (e.g. "cosched-agent: see /metrics\n").
 pub async fn serve(
-    listener: tokio::net::TcpListener,
+    listener: TcpListener,
     registry: Registry,
     banner: &'static str,
-) -> std::io::Result<()> {
-    use axum::{Router, routing::get};
-    let app = Router::new()
+    limits: HttpLimits,
+) {
+    let app = router(registry, banner);
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(error) => {
+                // Out of file descriptors, most likely: let some close.
+                tracing::warn!("accepting a metrics connection: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            // A fresh socket's send buffer is empty: this does not block.
+            let _ = stream.try_write(BUSY);
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.idle_timeout())
+                .serve_connection(TokioIo::new(stream), service);
+            let _ = tokio::time::timeout(MAX_CONNECTION_AGE, connection).await;
+            drop(slot);
+        });
+    }
+}
+
+fn router(registry: Registry, banner: &'static str) -> axum::Router {
+    use axum::routing::get;
+    axum::Router::new()
         .route(
             "/metrics",
             get(move || {
@@ -28,37 +82,8 @@ pub async fn serve(
                 }
             }),
         )
-        .route("/", get(move || async move { banner }));
-    axum::serve(listener, app).await
+        .route("/", get(move || async move { banner }))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-
-    async fn get(addr: std::net::SocketAddr, path: &str) -> String {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
-    }
-
-    #[tokio::test]
-    async fn metrics_are_served_in_text_format_and_root_names_the_daemon() {
-        let registry = Registry::new();
-        let c = prometheus::IntCounter::new("cosched_test_total", "A test counter.").unwrap();
-        registry.register(Box::new(c.clone())).unwrap();
-        c.inc_by(3);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve(listener, registry, "test daemon\n"));
-        let m = get(addr, "/metrics").await;
-        assert!(m.contains("text/plain; version=0.0.4"), "{m}");
-        assert!(m.contains("cosched_test_total 3"), "{m}");
-        assert!(get(addr, "/").await.ends_with("test daemon\n"));
-    }
-}
+mod tests;

@@ -4,19 +4,27 @@
 //! cluster, benchmarks, tests) launch and inspect jobs on a node.
 use std::{path::Path, time::Duration};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{
     job::{JobId, JobSpec, SchedRequest},
     jsonl::{LineClient, LineError},
+    strict,
 };
 
 /// Largest request or reply line accepted, so a bad client cannot make the
 /// agent buffer without bound.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// A request. Unknown ops and fields are refused, also on the ops without
+/// fields (see [`crate::strict`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    remote = "Self",
+    tag = "op",
+    rename_all = "kebab-case",
+    deny_unknown_fields
+)]
 pub enum Request {
     /// Launch one rank of a job on this node.
     Launch { spec: JobSpec },
@@ -43,6 +51,22 @@ pub enum Request {
     Status,
     /// Reload the config file (same path as SIGHUP and file change).
     Reload,
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Request::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        strict::deserialize(
+            deserializer,
+            |value| Request::deserialize(value),
+            |request| Request::serialize(request, serde_json::value::Serializer),
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -193,6 +217,72 @@ mod tests {
         let j = serde_json::to_string(&r).unwrap();
         assert!(j.contains(r#""op":"wait""#), "{j}");
         assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+    }
+
+    /// One request of every op. Adding an op fails to compile in `covered`
+    /// until it is listed here too.
+    fn every_request() -> Vec<Request> {
+        fn covered(request: &Request) {
+            match request {
+                Request::Launch { .. }
+                | Request::Adopt { .. }
+                | Request::Jobs
+                | Request::Wait { .. }
+                | Request::Cancel { .. }
+                | Request::Forget { .. }
+                | Request::Release { .. }
+                | Request::Status
+                | Request::Reload => {}
+            }
+        }
+        let spec: JobSpec =
+            serde_json::from_str(r#"{"job_id":1,"name":"a","command":"/bin/true"}"#).unwrap();
+        let every = vec![
+            Request::Launch { spec },
+            Request::Adopt {
+                job_id: 1,
+                name: "a".into(),
+                pids: vec![2],
+                sched: Some(SchedRequest::Idle),
+            },
+            Request::Jobs,
+            Request::Wait {
+                job_id: 1,
+                timeout_ms: 5,
+            },
+            Request::Cancel { job_id: 1 },
+            Request::Forget { job_id: 1 },
+            Request::Release { job_id: 1 },
+            Request::Status,
+            Request::Reload,
+        ];
+        every.iter().for_each(covered);
+        every
+    }
+
+    #[test]
+    fn every_op_round_trips_and_refuses_unknown_fields() {
+        for request in every_request() {
+            let mut value = serde_json::to_value(&request).unwrap();
+            assert_eq!(
+                serde_json::from_value::<Request>(value.clone()).unwrap(),
+                request
+            );
+            value["verbose"] = true.into();
+            let error = serde_json::from_value::<Request>(value).unwrap_err();
+            assert!(
+                error.to_string().contains("unknown field `verbose`"),
+                "{request:?}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_fields_nested_in_a_request_are_refused() {
+        let line =
+            r#"{"op":"adopt","job_id":1,"name":"a","pids":[2],"sched":{"class":"idle","x":1}}"#;
+        let error = serde_json::from_str::<Request>(line).unwrap_err();
+        assert!(error.to_string().contains('x'), "{error}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! and the benchmarks, so a job means the same thing everywhere.
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::strict;
 
 /// Identifier of a job, unique within a cluster (assigned by the coordinator,
 /// or by whoever talks to an agent directly). 0 is reserved for "no job".
@@ -61,9 +63,15 @@ fn one() -> u32 {
     1
 }
 
-/// A static scheduling request for a job's tasks.
+/// A static scheduling request for a job's tasks. Unknown fields are refused,
+/// also on `idle` (see [`crate::strict`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, tag = "class", rename_all = "kebab-case")]
+#[serde(
+    remote = "Self",
+    deny_unknown_fields,
+    tag = "class",
+    rename_all = "kebab-case"
+)]
 pub enum SchedRequest {
     /// SCHED_OTHER with this nice value (-20..=19).
     Nice { nice: i32 },
@@ -75,6 +83,22 @@ pub enum SchedRequest {
     Fifo { priority: u32 },
     /// SCHED_RR with this priority (1..=99).
     Rr { priority: u32 },
+}
+
+impl Serialize for SchedRequest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        SchedRequest::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for SchedRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        strict::deserialize(
+            deserializer,
+            |value| SchedRequest::deserialize(value),
+            |request| SchedRequest::serialize(request, serde_json::value::Serializer),
+        )
+    }
 }
 
 impl SchedRequest {
@@ -194,6 +218,33 @@ mod tests {
     fn unknown_fields_are_rejected() {
         let j = r#"{"job_id":1,"name":"a","command":"x","bogus":1}"#;
         assert!(serde_json::from_str::<JobSpec>(j).is_err());
+    }
+
+    #[test]
+    fn every_sched_class_refuses_unknown_fields_and_round_trips() {
+        let every = [
+            SchedRequest::Nice { nice: 1 },
+            SchedRequest::Batch { nice: 2 },
+            SchedRequest::Idle,
+            SchedRequest::Fifo { priority: 3 },
+            SchedRequest::Rr { priority: 4 },
+        ];
+        for sched in every {
+            let mut value = serde_json::to_value(sched).unwrap();
+            assert_eq!(
+                serde_json::from_value::<SchedRequest>(value.clone()).unwrap(),
+                sched
+            );
+            value["priority_boost"] = 1.into();
+            let error = serde_json::from_value::<SchedRequest>(value).unwrap_err();
+            assert!(
+                error.to_string().contains("priority_boost"),
+                "{sched:?}: {error}"
+            );
+        }
+        let nested = r#"{"job_id":1,"name":"a","command":"x","sched":{"class":"idle","nice":3}}"#;
+        let error = serde_json::from_str::<JobSpec>(nested).unwrap_err();
+        assert!(error.to_string().contains("nice"), "{error}");
     }
 
     #[test]

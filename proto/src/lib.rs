@@ -2,8 +2,10 @@
 //!
 //! - [`job`]: the job spec an agent launches processes from.
 //! - [`control`]: the agent's local control socket (JSON lines over a Unix socket, [`jsonl`]).
+//! - [`strict`]: refusing unknown keys where `deny_unknown_fields` does not reach.
 //! - [`wire`]: the coordinator <-> agent protocol (versioned, length-framed, authenticated).
 pub mod control;
 pub mod job;
 pub mod jsonl;
+pub mod strict;
 pub mod wire;

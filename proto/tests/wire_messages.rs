@@ -57,6 +57,58 @@ fn unknown_payload_field_is_a_decode_error() {
     assert!(error.to_string().contains("extra"), "{error}");
 }
 
+/// Adds `extra` to every object in `value` but free-form maps (`env`), one
+/// object at a time: each variant must be refused.
+fn with_one_extra_key(value: &serde_json::Value) -> Vec<serde_json::Value> {
+    fn objects(value: &serde_json::Value, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if path.last().is_none_or(|key| key != "env") {
+                    out.push(path.clone());
+                }
+                for (key, inner) in map {
+                    let mut deeper = path.clone();
+                    deeper.push(key.clone());
+                    objects(inner, deeper, out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (index, inner) in items.iter().enumerate() {
+                    let mut deeper = path.clone();
+                    deeper.push(index.to_string());
+                    objects(inner, deeper, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paths = Vec::new();
+    objects(value, Vec::new(), &mut paths);
+    paths
+        .into_iter()
+        .map(|path| {
+            let mut changed = value.clone();
+            let pointer = path.iter().map(|key| format!("/{key}")).collect::<String>();
+            changed.pointer_mut(&pointer).unwrap()["extra"] = 1.into();
+            changed
+        })
+        .collect()
+}
+
+#[test]
+fn every_message_refuses_an_unknown_field_at_any_depth() {
+    for message in one_of_each_message() {
+        let value: serde_json::Value =
+            serde_json::from_slice(&message.encode_payload().unwrap()).unwrap();
+        for changed in with_one_extra_key(&value) {
+            let bytes = serde_json::to_vec(&changed).unwrap();
+            let error = Message::decode_payload(message.kind(), &bytes).unwrap_err();
+            assert_eq!(error.reason(), "payload_decode", "{changed}");
+            assert!(error.to_string().contains("extra"), "{changed}: {error}");
+        }
+    }
+}
+
 #[test]
 fn missing_payload_field_is_a_decode_error() {
     let error = Message::decode_payload(MessageKind::Heartbeat, br#"{"seq":1}"#).unwrap_err();

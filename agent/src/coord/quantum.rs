@@ -1,5 +1,5 @@
 //! Per-quantum CPU utilisation of coordinator jobs, from eBPF on-CPU time
-//! deltas between slice switches (seed 001 §2.2: what the predictor needs),
+//! deltas between slice switches (Paired Gang Scheduling §2.2: what the predictor needs),
 //! and the split of each job's CPU time into time in its own slots and time
 //! outside them (how well gang slices are enforced).
 

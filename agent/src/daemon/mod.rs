@@ -92,8 +92,9 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 
 /// How often the daemon polls the engine with nothing running: it only
 /// exports metrics then (a job that starts is adopted or launched by a
-/// request, which polls at once).
-const IDLE_POLL: Duration = Duration::from_secs(1);
+/// request, which polls at once). A few wake-ups a second, and metrics no
+/// older than a scrape interval would notice.
+const IDLE_POLL: Duration = Duration::from_millis(250);
 
 /// The poll interval for the engine's state now.
 fn poll_interval<K: Kernel>(d: &Daemon<K>) -> Duration {
@@ -152,9 +153,14 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         metrics_listener,
         engine.metrics().registry().clone(),
         "cosched-agent: see /metrics\n",
+        cfg.limits.metrics,
     ));
     let (calls_tx, mut calls) = mpsc::channel::<control::Call>(64);
-    tokio::spawn(control::serve(control_listener, calls_tx));
+    tokio::spawn(control::serve(
+        control_listener,
+        calls_tx,
+        cfg.limits.control,
+    ));
 
     let (internal_tx, mut internal) = mpsc::channel::<Internal>(256);
     let _watcher = watch_config(&config_path, internal_tx.clone())
@@ -192,6 +198,8 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         }
         None => (None, None),
     };
+    // Metrics exist from the first scrape on.
+    d.poll();
     let mut poll_every = poll_interval(&d);
     let mut next_poll = Instant::now() + poll_every;
     tracing::info!(
@@ -299,29 +307,49 @@ async fn recv_opt<T>(receiver: &mut Option<mpsc::UnboundedReceiver<T>>) -> Optio
 }
 
 /// Watches the config file's directory (editors replace files by rename) and
-/// reports changes to the file.
+/// reports each completed write or rename of the file. The watch is read on
+/// the event loop, not by a thread of its own: a SCHED_OTHER watcher thread
+/// starved behind boosted jobs, and kept a SIGKILLed agent alive (and its
+/// tasks boosted) until real-time throttling let it run.
 fn watch_config(
     path: &Path,
     tx: mpsc::Sender<Internal>,
-) -> anyhow::Result<notify::RecommendedWatcher> {
-    use notify::{RecursiveMode, Watcher as _};
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    use inotify::{EventMask, Inotify, WatchMask};
     let path = std::fs::canonicalize(path)?;
-    let dir = path
-        .parent()
-        .context("config has no parent directory")?
-        .to_path_buf();
-    let name = path.file_name().map(|n| n.to_os_string());
-    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res
-            && (ev.kind.is_modify() || ev.kind.is_create())
-            && ev
-                .paths
-                .iter()
-                .any(|p| p.file_name().map(|n| n.to_os_string()) == name)
-        {
-            let _ = tx.try_send(Internal::ConfigChanged);
+    let dir = path.parent().context("config has no parent directory")?;
+    let name = path
+        .file_name()
+        .context("config has no file name")?
+        .to_os_string();
+    let inotify = Inotify::init()?;
+    inotify
+        .watches()
+        .add(dir, WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO)?;
+    // SAFETY: the inotify instance owns its fd, which stays open (and the
+    // same) for as long as the AsyncFd that owns the instance.
+    let mut watch =
+        unsafe { AsyncFd::register_with_interest(inotify, tokio::io::Interest::READABLE) }?;
+    Ok(tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        loop {
+            let Ok(mut ready) = watch.readable_mut().await else {
+                return;
+            };
+            match ready.get_inner_mut().read_events(&mut buf) {
+                Ok(mut events) => {
+                    if events.any(|ev| {
+                        ev.name == Some(name.as_os_str()) || ev.mask.contains(EventMask::Q_OVERFLOW)
+                    }) {
+                        let _ = tx.try_send(Internal::ConfigChanged);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => ready.clear_ready(),
+                Err(e) => {
+                    tracing::warn!("config file watching stopped: {e}");
+                    return;
+                }
+            }
         }
-    })?;
-    w.watch(&dir, RecursiveMode::NonRecursive)?;
-    Ok(w)
+    }))
 }

@@ -36,7 +36,7 @@ impl<K: Kernel> Engine<K> {
 
     /// A strict gang switch was announced: notes in the restore journal,
     /// now and once for all, that every managed task may be stopped, so the
-    /// switch itself writes nothing (see restore.rs).
+    /// switch itself writes nothing (see restore/mod.rs).
     pub fn prepare_to_stop(&mut self) {
         if let Err(e) = self.ledger.may_stop(self.reg.tasks().map(|(t, _)| t)) {
             // The switch's own write-ahead (`will_stop`) tries again.

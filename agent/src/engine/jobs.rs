@@ -69,7 +69,7 @@ impl<K: Kernel> Engine<K> {
         for &tid in &tids {
             self.k.track(tid, pid, job)?;
             // Write-ahead, here rather than at the policy's first change:
-            // the journal write may block (see restore.rs).
+            // the journal write may block (see restore/mod.rs).
             if let Err(e) = self.ledger.record(&self.k, tid) {
                 let _ = self.k.untrack(tid);
                 if is_gone(&e) {
@@ -255,6 +255,10 @@ impl<K: Kernel> Engine<K> {
             }
         }
         self.export_metrics(agent_cpu_seconds);
+        if self.driver.resting() {
+            // Nothing ran for a while: the policy looks at the poll's pace.
+            self.policy_tick();
+        }
         finished
     }
 

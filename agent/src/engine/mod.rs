@@ -134,6 +134,7 @@ impl<K: Kernel> Engine<K> {
             protected,
         };
         engine.apply_wake_settings();
+        engine.update_own_priority();
         engine
     }
 

@@ -1,21 +1,18 @@
-//! The admin socket server: one JSON request per line, handed to the main
-//! loop; one JSON response per line back. Malformed lines get an error
-//! response naming the problem and the connection stays usable; lines longer
-//! than [`MAX_LINE`] close it.
+//! The admin socket server: the JSON-lines server of `cosched_proto`
+//! (connection cap, line limit, idle time-out, an error response for every
+//! bad line) speaking the admin protocol, its requests handed to the main
+//! loop.
 
 use std::{os::unix::fs::PermissionsExt as _, path::Path};
 
 use anyhow::Context as _;
-use tokio::{
-    io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader},
-    net::{UnixListener, UnixStream},
-    sync::{mpsc, oneshot},
-};
+use cosched_proto::jsonl::{self, LineLimits};
+use tokio::{net::UnixListener, sync::mpsc};
 
-use super::protocol::{MAX_LINE, Request, Response};
+use super::protocol::{Request, Response};
 
 /// A request on its way to the main loop, with where to send the answer.
-pub type Call = (Request, oneshot::Sender<Response>);
+pub type Call = jsonl::Call<Request, Response>;
 
 /// Binds the socket (replacing a stale one), mode 0600: only root talks to
 /// the coordinator.
@@ -35,67 +32,7 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
     Ok(listener)
 }
 
-pub async fn serve(listener: UnixListener, calls: mpsc::Sender<Call>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(connection(stream, calls.clone()));
-            }
-            Err(error) => {
-                tracing::warn!("admin socket accept: {error}");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        }
-    }
-}
-
-async fn connection(stream: UnixStream, calls: mpsc::Sender<Call>) {
-    let (reader, mut writer) = stream.into_split();
-    let mut reader = BufReader::new(reader);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let read = (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_line(&mut line)
-            .await;
-        let length = match read {
-            Ok(0) => return,
-            Ok(length) => length,
-            Err(error) => {
-                tracing::debug!("admin connection: {error}");
-                return;
-            }
-        };
-        if length > MAX_LINE || !line.ends_with('\n') {
-            let too_long = Response::Error(format!("request longer than {MAX_LINE} bytes"));
-            let _ = reply(&mut writer, &too_long).await;
-            return;
-        }
-        let response = match serde_json::from_str::<Request>(line.trim_end()) {
-            Err(error) => Response::Error(format!("malformed request: {error}")),
-            Ok(request) => {
-                let (sender, receiver) = oneshot::channel();
-                if calls.send((request, sender)).await.is_err() {
-                    return;
-                }
-                match receiver.await {
-                    Ok(response) => response,
-                    Err(_) => return,
-                }
-            }
-        };
-        if reply(&mut writer, &response).await.is_err() {
-            return;
-        }
-    }
-}
-
-async fn reply(
-    writer: &mut tokio::net::unix::OwnedWriteHalf,
-    response: &Response,
-) -> std::io::Result<()> {
-    let mut line = serde_json::to_string(response).expect("responses serialise");
-    line.push('\n');
-    writer.write_all(line.as_bytes()).await
+/// Serves the socket until the task is dropped.
+pub async fn serve(listener: UnixListener, calls: mpsc::Sender<Call>, limits: LineLimits) {
+    jsonl::serve(listener, calls, limits, Response::Error).await;
 }

@@ -1,5 +1,5 @@
 //! Gathering agents' per-quantum utilisation reports into one sample set per
-//! job and quantum for the predictor (seed 001 §2.2: the prediction is over
+//! job and quantum for the predictor (Paired Gang Scheduling §2.2: the prediction is over
 //! the mean of the job's processes).
 
 use std::collections::BTreeMap;

@@ -1,17 +1,18 @@
 //! One agent connection, from handshake to close.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Mutex, time::Duration};
 
 use cosched_proto::wire::{
     ErrorReport, Heartbeat, HeartbeatReply, Message, ProtocolVersion, Register, SessionConfig,
-    stream::{self, StreamError, WireReader, WireWriter},
+    stream::{StreamError, WireReader, WireWriter},
 };
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::mpsc,
-    time::{Instant, sleep_until, timeout},
+    time::{Instant, sleep_until},
 };
 
+use super::handshake::{self, PreAuthGate};
 use crate::{clock::monotonic_ns, metrics::Metrics};
 
 /// Heartbeats sent right after registration, `BURST_SPACING` apart, so the
@@ -60,11 +61,14 @@ pub struct ConnContext {
     pub metrics: Metrics,
     pub heartbeat_interval: Duration,
     pub heartbeat_timeout: Duration,
+    /// From connecting to `Register`.
     pub handshake_timeout: Duration,
+    /// The connections that have not authenticated yet.
+    pub gate: Mutex<PreAuthGate>,
 }
 
 impl ConnContext {
-    fn rejected(&self, error: &StreamError, conn: u64, peer: SocketAddr) {
+    pub(super) fn rejected(&self, error: &StreamError, conn: u64, peer: SocketAddr) {
         let reason = error.reason();
         if reason != "io" {
             self.metrics
@@ -88,73 +92,23 @@ pub async fn serve_connection<R, W>(
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let deadline = Instant::now() + context.handshake_timeout;
-    let established = timeout(
-        context.handshake_timeout,
-        stream::accept(reader, writer, context.session.clone()),
-    )
-    .await;
-    let mut connection = match established {
-        Ok(Ok(connection)) => connection,
-        Ok(Err(error)) => {
-            context.rejected(&error, conn, peer);
-            context
-                .metrics
-                .connections
-                .with_label_values(&["handshake_failed"])
-                .inc();
-            return;
-        }
-        Err(_) => {
-            tracing::warn!(conn, %peer, "handshake timed out");
-            context
-                .metrics
-                .connections
-                .with_label_values(&["handshake_failed"])
-                .inc();
-            return;
-        }
-    };
-    let register = match first_register(&mut connection.reader, deadline, conn, peer, context).await
-    {
-        Ok(register) if register.node_name == connection.peer.node_name => register,
-        Ok(register) => {
-            refuse(
-                &mut connection.writer,
-                &format!(
-                    "registered as {:?} but authenticated as {:?}",
-                    register.node_name, connection.peer.node_name
-                ),
-                context,
-            )
-            .await;
-            return;
-        }
-        Err(why) => {
-            refuse(&mut connection.writer, &why, context).await;
-            return;
-        }
+    let Some((reader, writer, register, protocol)) =
+        handshake::register(reader, writer, peer, conn, context).await
+    else {
+        return;
     };
     let (outbox, inbox) = mpsc::channel(OUTBOX_LEN);
     let registered = ConnEvent::Registered {
         conn,
         register,
         peer,
-        protocol: connection.peer.protocol,
+        protocol,
         outbox,
     };
     if context.events.send(registered).await.is_err() {
         return;
     }
-    let reason = run(
-        connection.reader,
-        connection.writer,
-        inbox,
-        conn,
-        peer,
-        context,
-    )
-    .await;
+    let reason = run(reader, writer, inbox, conn, peer, context).await;
     tracing::info!(conn, %peer, %reason, "agent connection closed");
     context
         .metrics
@@ -167,39 +121,7 @@ pub async fn serve_connection<R, W>(
         .await;
 }
 
-async fn first_register<R: AsyncRead + Unpin>(
-    reader: &mut WireReader<R>,
-    deadline: Instant,
-    conn: u64,
-    peer: SocketAddr,
-    context: &ConnContext,
-) -> Result<Register, String> {
-    loop {
-        let received = tokio::time::timeout_at(deadline, reader.recv())
-            .await
-            .map_err(|_| "no Register before the handshake timeout".to_string())?;
-        match received {
-            Ok(Some(Message::Register(register))) => return Ok(register),
-            Ok(Some(other)) => {
-                context
-                    .metrics
-                    .wire_rejected
-                    .with_label_values(&["unexpected_message"])
-                    .inc();
-                return Err(format!("expected Register first, got {}", other.kind()));
-            }
-            Ok(None) => return Err("closed before registering".into()),
-            Err(error) => {
-                context.rejected(&error, conn, peer);
-                if error.is_fatal() {
-                    return Err(error.to_string());
-                }
-            }
-        }
-    }
-}
-
-async fn refuse<W: AsyncWrite + Unpin>(
+pub(super) async fn refuse<W: AsyncWrite + Unpin>(
     writer: &mut WireWriter<W>,
     reason: &str,
     context: &ConnContext,

@@ -1,7 +1,7 @@
-//! Alternate scheduling for gang scheduling (seed 001 §2.6, seed 004 §2.1):
+//! Alternate scheduling for gang scheduling (Paired Gang Scheduling §2.6, the Scheduler Testbed report §2.1):
 //! a job of another row also runs in this row's slice when all of its nodes
 //! are idle in this row. Only whole jobs spill over ("partial alternate
-//! scheduling", seed 004 §2.1), since a job with part of its processes
+//! scheduling", the Scheduler Testbed report §2.1), since a job with part of its processes
 //! running would spin on the absent ones.
 
 use super::ids::{JobId, RowIndex};
@@ -20,7 +20,7 @@ pub fn alternate_candidates(matrix: &Matrix, row: RowIndex) -> Vec<JobId> {
 
 /// The alternates of `row` in a gang slice: candidates taken greedily, no two
 /// on the same node. Jobs of the row just before come first, then the one
-/// before that, and so on (seed 004 §2.1: a job "spills over" into the next
+/// before that, and so on (the Scheduler Testbed report §2.1: a job "spills over" into the next
 /// slots, so it just keeps running, saving a context switch).
 pub fn gang_alternates(matrix: &Matrix, row: RowIndex) -> Vec<AlternateRun> {
     let mut free = matrix.free_columns(row);

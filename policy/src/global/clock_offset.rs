@@ -1,6 +1,6 @@
 //! Clock offset estimation for synchronised slice switches.
 //!
-//! Gang scheduling needs every node to switch at the same instant (seed 000
+//! Gang scheduling needs every node to switch at the same instant (ClusterSchedSim
 //! §4.1). The coordinator announces switches in its own clock; each agent
 //! converts them to its clock with an offset estimated from heartbeat
 //! exchanges carrying four timestamps (the NTP on-wire method):

@@ -2,7 +2,7 @@
 //!
 //! Both work on a row's free mask (`free[node]` is true when the cell is
 //! empty) and never look at other rows: which row to use is the matrix's
-//! decision (lowest row that has room, seed 000 §4.2.1 "first fit").
+//! decision (lowest row that has room, ClusterSchedSim §4.2.1 "first fit").
 
 use super::ids::NodeIndex;
 use super::matrix_config::ColumnAllocation;
@@ -24,7 +24,7 @@ pub fn choose_columns(
 }
 
 /// First contiguous run of `size` free columns (keeps a job's nodes together,
-/// which seed 004 §3.2.1 prefers for hardware broadcast); failing that, the
+/// which the Scheduler Testbed report §3.2.1 prefers for hardware broadcast); failing that, the
 /// lowest `size` free columns (a cluster does not need contiguity).
 fn first_fit(free: &[bool], size: usize) -> Option<Vec<NodeIndex>> {
     let mut run_start = 0;

@@ -1,5 +1,5 @@
 //! Gang scheduling's rotation: one row per slice, round robin over the
-//! non-empty rows (seed 000 §4.1: "at the end of each time slice, every node
+//! non-empty rows (ClusterSchedSim §4.1: "at the end of each time slice, every node
 //! ... switches to the next slice simultaneously"), with alternate
 //! scheduling filling each row's idle nodes.
 

@@ -5,7 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A row of the Ousterhout matrix: one time slot of the rotation
-/// (seed 000 §4.1, seed 004 §2.1). Row indices are stable: a row that empties
+/// (ClusterSchedSim §4.1, the Scheduler Testbed report §2.1). Row indices are stable: a row that empties
 /// keeps its index and simply leaves the rotation.
 pub type RowIndex = usize;
 
@@ -31,7 +31,7 @@ pub struct JobRequest {
     pub id: JobId,
     /// Number of nodes (columns) the job needs; at least 1.
     pub nodes: usize,
-    /// Seed 001 §2.4: "a flag can be set in order to indicate to the system
+    /// Paired Gang Scheduling §2.4: "a flag can be set in order to indicate to the system
     /// that this job must not be matched with another job" (paired gang never
     /// gives its row a partner, and it never shares a node as an alternate).
     #[serde(default)]

@@ -1,6 +1,6 @@
 //! The Ousterhout matrix: rows are time slots, columns are nodes, each job
-//! holds its requested number of columns in exactly one row (seed 000 §4.1,
-//! seed 001 §2.1, seed 004 §2.1), plus the FCFS queue of jobs that do not fit.
+//! holds its requested number of columns in exactly one row (ClusterSchedSim §4.1,
+//! Paired Gang Scheduling §2.1, the Scheduler Testbed report §2.1), plus the FCFS queue of jobs that do not fit.
 //!
 //! Rows keep their index for their whole life; the rotation is the set of
 //! non-empty rows, so a row that empties simply leaves it.
@@ -226,7 +226,7 @@ impl Matrix {
     }
 
     /// Moves a placed job to `row`, keeping its columns. Used by re-packing
-    /// and by paired gang's slot homogeneity (seed 001 §2.5).
+    /// and by paired gang's slot homogeneity (Paired Gang Scheduling §2.5).
     pub fn move_job_to_row(&mut self, job: JobId, row: RowIndex) -> Result<RowMove, MatrixError> {
         let placed = match self.placed.get(&job) {
             Some(placed) => placed,

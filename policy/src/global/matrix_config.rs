@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix_error::MatrixError;
 
-/// Default maximum multiprogramming level (rows). Seed 000 §4.1 keeps the MPL
+/// Default maximum multiprogramming level (rows). ClusterSchedSim §4.1 keeps the MPL
 /// "at a low to moderate level" (its Fig. 5 has four time slices).
 pub const DEFAULT_MAX_ROWS: usize = 4;
 
@@ -17,7 +17,7 @@ pub enum ColumnAllocation {
     #[default]
     FirstFit,
     /// Power-of-two sized, aligned column blocks (the buddy-tree allocation of
-    /// seed 004 §4.3.1): a job of k nodes takes the first k columns of a free,
+    /// the Scheduler Testbed report §4.3.1): a job of k nodes takes the first k columns of a free,
     /// aligned block of 2^⌈log2 k⌉ columns.
     Buddy,
 }
@@ -26,7 +26,7 @@ pub enum ColumnAllocation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum QueuePolicy {
-    /// Strict first-come-first-serve (seed 001 §1): the head of the queue
+    /// Strict first-come-first-serve (Paired Gang Scheduling §1): the head of the queue
     /// blocks every job behind it, even jobs that would fit. Prevents
     /// starvation of wide jobs at the price of idle nodes.
     #[default]
@@ -78,7 +78,7 @@ impl MatrixConfig {
     }
 
     /// Space sharing (`fcfs` mode): exactly one row, jobs wait in a strict
-    /// FCFS queue until enough nodes are free (seed 000 §4.1).
+    /// FCFS queue until enough nodes are free (ClusterSchedSim §4.1).
     pub fn space_sharing(nodes: usize) -> Self {
         Self {
             max_rows: 1,

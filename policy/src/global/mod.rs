@@ -5,15 +5,15 @@
 //! utilisation reports and heartbeat timestamps, and gets back placements,
 //! slices and estimates.
 //!
-//! - [`Matrix`] (seed 000 §4.1, seed 004 §2.1): rows = time slots up to the
+//! - [`Matrix`] (ClusterSchedSim §4.1, the Scheduler Testbed report §2.1): rows = time slots up to the
 //!   maximum MPL, columns = nodes; first-fit or buddy column allocation, a
 //!   strict-FCFS (or backfilling) queue, re-packing, persisted as a checked
 //!   [`MatrixSnapshot`]. One row ([`MatrixConfig::space_sharing`]) is FCFS
 //!   space sharing.
 //! - Alternate scheduling ([`alternate_candidates`], [`gang_alternates`],
-//!   [`paired_alternates`]; seed 001 §2.6).
+//!   [`paired_alternates`]; Paired Gang Scheduling §2.6).
 //! - [`GangScheduler`]: one row per slice, round robin over non-empty rows.
-//! - Paired gang (seed 001): [`UtilizationPredictor`] (equation 1, new jobs and
+//! - Paired gang (Paired Gang Scheduling): [`UtilizationPredictor`] (equation 1, new jobs and
 //!   sharp changes predicted 100 %), [`match_from_both_ends`] (Fig. 4),
 //!   [`homogenize_rows`] (§2.5), [`plan_paired_round`] and
 //!   [`PairedGangScheduler`].

@@ -1,4 +1,4 @@
-//! The matching algorithm of seed 001 Fig. 4: sort by predicted CPU
+//! The matching algorithm of Paired Gang Scheduling Fig. 4: sort by predicted CPU
 //! utilisation and match from both ends.
 //!
 //! Run once per round of the matrix (not at every switch) for fairness
@@ -28,7 +28,7 @@ pub enum MatchDecision<K> {
     Alone(K),
 }
 
-/// The pairing condition of seed 001 §2.4: x + y + m < 100 %.
+/// The pairing condition of Paired Gang Scheduling §2.4: x + y + m < 100 %.
 pub fn can_pair(x_percent: f64, y_percent: f64, margin_percent: f64) -> bool {
     x_percent + y_percent + margin_percent < 100.0
 }

@@ -1,4 +1,4 @@
-//! Alternate scheduling under paired gang (seed 001 §2.6).
+//! Alternate scheduling under paired gang (Paired Gang Scheduling §2.6).
 //!
 //! Each active row is a "side" of the slice; a node runs at most one job per
 //! side, so at most two jobs. A job of another row may join a side when:

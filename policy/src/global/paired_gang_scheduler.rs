@@ -1,4 +1,4 @@
-//! Paired gang scheduling's rotation (seed 001 §2): once per round of the
+//! Paired gang scheduling's rotation (Paired Gang Scheduling §2): once per round of the
 //! matrix, rows are made homogeneous (§2.5) and matched (Fig. 4); then the
 //! round's slices run one by one, each with one or two rows and alternates
 //! (§2.6).

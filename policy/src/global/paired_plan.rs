@@ -1,5 +1,5 @@
 //! A round of paired gang scheduling: which rows run together in each slice,
-//! and why (seed 001 §2.4-2.5). Matching is done once per round of the
+//! and why (Paired Gang Scheduling §2.4-2.5). Matching is done once per round of the
 //! matrix, with the algorithm of Fig. 4 over rows weighted by their maximum
 //! predicted utilisation; rows holding an exclusive job stay out of it.
 

@@ -1,4 +1,4 @@
-//! Paired gang settings (seed 001 §2.4-2.6).
+//! Paired gang settings (Paired Gang Scheduling §2.4-2.6).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Slot homogeneity for paired gang (seed 001 §2.5): rows are matched by
+//! Slot homogeneity for paired gang (Paired Gang Scheduling §2.5): rows are matched by
 //! their maximum utilisation, so one exceptional job can stop a row from
 //! pairing. A job J of row s with CPUutil(J) ≥ min(s) + M is moved to another
 //! row where its nodes are free and the jobs stay within M of each other, or

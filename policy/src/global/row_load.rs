@@ -1,5 +1,5 @@
 //! A row's predicted load for paired gang: rows are matched "by their
-//! maximal CPU utilization" (seed 001 §2.5), and a row holding an exclusive
+//! maximal CPU utilization" (Paired Gang Scheduling §2.5), and a row holding an exclusive
 //! job is never matched.
 
 use serde::{Deserialize, Serialize};

@@ -10,7 +10,7 @@ use super::ids::{JobId, NodeIndex, RowIndex};
 use super::matrix::Matrix;
 
 /// Rows active in a slice: one under gang scheduling, one or two under
-/// paired gang (seed 001 §2.1: "For paired gang scheduling, two rows are
+/// paired gang (Paired Gang Scheduling §2.1: "For paired gang scheduling, two rows are
 /// selected").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -43,7 +43,7 @@ impl ActiveRows {
 }
 
 /// A job from another row running on nodes that are idle in `in_row` during
-/// this slice (alternate scheduling, seed 001 §2.6, seed 004 §2.1). The job
+/// this slice (alternate scheduling, Paired Gang Scheduling §2.6, the Scheduler Testbed report §2.1). The job
 /// runs on all of its nodes, never on part of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AlternateRun {

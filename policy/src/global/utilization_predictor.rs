@@ -1,4 +1,4 @@
-//! Per-job CPU-utilisation prediction for paired gang (seed 001 §2.2-2.3,
+//! Per-job CPU-utilisation prediction for paired gang (Paired Gang Scheduling §2.2-2.3,
 //! §4.2.3).
 //!
 //! Agents report, for every quantum in which a job ran, the CPU utilisation of
@@ -42,7 +42,7 @@ pub enum SharpChangeDirection {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PredictorConfig {
     /// A change of the job's quantum mean by more than this many percentage
-    /// points is sharp. Seed 001 §4.2.3: 20.
+    /// points is sharp. Paired Gang Scheduling §4.2.3: 20.
     #[serde(default = "default_sharp_change_points")]
     pub sharp_change_points: f64,
     #[serde(default)]

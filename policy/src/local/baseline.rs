@@ -1,6 +1,6 @@
 //! `local`: no intervention, the Linux scheduler alone.
 //!
-//! Seed 004 §2.5: local (uncoordinated) scheduling "is the most
+//! The Scheduler Testbed report §2.5: local (uncoordinated) scheduling "is the most
 //! straight-forward approach", used "as a base case to compare the performance
 //! of the different coscheduling methods". It never emits an action.
 

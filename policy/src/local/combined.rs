@@ -1,10 +1,10 @@
 //! The dynamic-coscheduling engine behind `dcs`, `sb`, `sy`, `pb`, `pb-sb` and
 //! `dcs-sb`.
 //!
-//! Seed 002 §2.1 describes these policies as choices on two independent axes:
+//! The BE/RT coscheduling paper §2.1 describes these policies as choices on two independent axes:
 //! how a task *waits* for a message (spin; spin-block, SB; spin-yield, SY) and
 //! what happens when a message *arrives* (nothing; demand-based boost, DCS;
-//! periodic checks, PB). Seed 000 §4.1–4.2 names the same three rescheduling
+//! periodic checks, PB). ClusterSchedSim §4.1–4.2 names the same three rescheduling
 //! techniques: no message within a time period (SB/SY), message arrival (DCS),
 //! periodic rescheduling (PB). One engine therefore holds the shared state
 //! (observations, holds, fairness budget, emitted levels) and each technique
@@ -88,7 +88,7 @@ impl DynamicCoscheduler {
         }
     }
 
-    /// `pb-sb`: periodic boost, receives implemented as spin-block (seed 002
+    /// `pb-sb`: periodic boost, receives implemented as spin-block (the BE/RT coscheduling paper
     /// §2.1: "receive is implemented as SB and there is also a background
     /// kernel activity checking message queues (PB)").
     pub fn pb_sb(
@@ -105,7 +105,7 @@ impl DynamicCoscheduler {
     }
 
     /// `dcs-sb`: spin-block receives, and every message for a task that is not
-    /// running (blocked or merely preempted) boosts it (seed 004 §2.2: DCS
+    /// running (blocked or merely preempted) boosts it (the Scheduler Testbed report §2.2: DCS
     /// treats every incoming message as a demand, ICS only those for blocked
     /// processes). Wake-ups get the DCS boost rather than SB's own.
     pub fn dcs_sb(dcs: &DcsParams, sb: &SpinBlockParams, fairness: &FairnessParams) -> Self {
@@ -314,7 +314,17 @@ impl DynamicCoscheduler {
             managed.oncpu_ns = Some(snap.oncpu_ns);
             self.budget.note_cpu(managed.job, ran, now);
             let missed_arrival = managed.obs.reconcile(snap, now);
-            let wait_ended = managed.obs.spin.is_none() && !managed.obs.pending_message;
+            // The kernel counts a SIGSTOP switch-out as a block and ends the
+            // spin episode there: a task the policy stopped still waits, and
+            // only its message (or the block bound) ends that wait.
+            let stopped = matches!(
+                managed.hold,
+                Hold::Blocked {
+                    level: Level::Stop,
+                    ..
+                }
+            );
+            let wait_ended = !stopped && managed.obs.spin.is_none() && !managed.obs.pending_message;
             let blocked = matches!(managed.hold, Hold::Blocked { .. });
             if missed_arrival {
                 self.on_message(snap.task, snap.on_cpu, out);

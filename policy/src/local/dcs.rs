@@ -1,10 +1,10 @@
 //! DCS: demand-based (dynamic) coscheduling.
 //!
-//! Seed 004 §2.2: "when a process receives an incoming message it immediately
+//! The Scheduler Testbed report §2.2: "when a process receives an incoming message it immediately
 //! receives a priority boost", because "if a process receives an incoming
 //! message, its peer(s) must be currently running on other nodes"; the boost
 //! takes effect "at the soonest time it would be fair to do so" (§4.4), and
-//! waiting processes always spin, never block. Seed 000 §4.2.2 (second
+//! waiting processes always spin, never block. ClusterSchedSim §4.2.2 (second
 //! technique): a message for a task that is ready but not running boosts it to
 //! the highest level and moves it to the head of the queue.
 //!
@@ -62,8 +62,8 @@ pub struct DcsParams {
     /// preempted while it waited (spun) for a message. Default false: a task
     /// preempted mid-computation does not wait for this message, CFS runs it
     /// soon anyway, and boosting it only takes the CPU from the other job
-    /// and wakes the agent (measured with blocking receives: +12 % slowdown
-    /// over plain Linux and 6.8 % of a CPU with it, see docs/policies/dcs.md).
+    /// and wakes the agent (measured with blocking receives: slower than plain
+    /// Linux and more agent CPU, see docs/policies/dcs.md).
     pub boost_computing: bool,
 }
 
@@ -176,7 +176,7 @@ impl DynamicCoscheduler {
             Hold::Free => {
                 // Only a task that waits for the message while not running
                 // (preempted while spinning; with `boost_computing` also one
-                // preempted mid-computation) needs the boost (seed 000
+                // preempted mid-computation) needs the boost (ClusterSchedSim
                 // §4.2.2): a task blocked in a receive is woken by the kernel
                 // itself, with its own wakeup preemption, and a boost would
                 // only add a context switch to the agent and back.

@@ -1,7 +1,7 @@
 //! The fairness budget that bounds boosts per job.
 //!
-//! Seed 004 §2.2: a message arrival boosts its receiver "so it runs as soon as
-//! it would be fair to do so", and seed 000 §5.1 measures fairness as the pace
+//! The Scheduler Testbed report §2.2: a message arrival boosts its receiver "so it runs as soon as
+//! it would be fair to do so", and ClusterSchedSim §5.1 measures fairness as the pace
 //! of progress (CPU a job gets per window W). A job that receives many messages
 //! would otherwise stay boosted and starve its neighbours, so every boost (DCS,
 //! wake-up, periodic) is charged to its job: within each aligned window
@@ -11,8 +11,8 @@
 //!
 //! A boosted job also gets its ordinary share between boosts, so a boost
 //! budget alone still let a chatty job take three quarters of a CPU from a
-//! compute-only neighbour (measured: compute job 3.5× slower under `dcs`
-//! instead of 2×). The equal-share rule closes that: a job may be boosted only
+//! compute-only neighbour (measured, docs/benchmarks.md: the compute job ran
+//! far slower than its equal share). The equal-share rule closes that: a job may be boosted only
 //! while the CPU time it received in the current window is at most an equal
 //! share (plus a small slack) of what all the node's managed jobs received —
 //! boosts bring a job's turn forward, never past its share. The CPU time comes

@@ -1,5 +1,6 @@
 //! Per-node coscheduling policies: local (baseline), DCS, SB, SY, PB, PB-SB,
-//! DCS-SB and FCS (seeds 000 §4, 002 §2.1, 004 §2.2, §2.4, §4.4, §4.6).
+//! DCS-SB and FCS (ClusterSchedSim §4, the BE/RT coscheduling paper §2.1, the Scheduler
+//! Testbed report §2.2, §2.4, §4.4, §4.6; see docs/references.md).
 //!
 //! Each policy is a pure state machine ([`LocalPolicy`]): the agent feeds it
 //! [`Event`]s (message arrivals, context switches, spin episodes, ticks with

@@ -3,7 +3,7 @@
 //!
 //! Spin time is measured as *on-CPU* time since the spin episode started: a
 //! spinner that has been preempted wastes no CPU, so only the time it actually
-//! burns counts towards a spin threshold (seed 004 §2.2: ICS spins "some time",
+//! burns counts towards a spin threshold (the Scheduler Testbed report §2.2: ICS spins "some time",
 //! then blocks to relinquish the CPU; the cost being bounded is CPU time).
 
 use super::event::{CpuSnapshot, SwitchOut, TaskSnapshot};

@@ -1,12 +1,12 @@
 //! PB: periodic boost.
 //!
-//! Seed 002 §2.1: "a background kernel activity checking message queues in
+//! The BE/RT coscheduling paper §2.1: "a background kernel activity checking message queues in
 //! round-robin order (starting with the current process), and picking one with
 //! useful work to do (either (a) it is performing CPU computation, or (b) the
 //! message that it is waiting for has arrived ...). If there is such a process,
-//! then the current one is pre-empted". Seed 000 §4.2.2 (third technique): a
+//! then the current one is pre-empted". ClusterSchedSim §4.2.2 (third technique): a
 //! daemon wakes every period and, if the running task is not doing anything
-//! useful, picks a ready task that has useful work. Seed 002 §5 uses a 1 ms
+//! useful, picks a ready task that has useful work. The BE/RT coscheduling paper §5 uses a 1 ms
 //! period ("close to the best performance").
 //!
 //! Here, every `period_us`, for each CPU whose running managed task spins with
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PeriodicBoostParams {
-    /// Interval between decisions, µs. Default 1000 (seed 002 §5).
+    /// Interval between decisions, µs. Default 1000 (the BE/RT coscheduling paper §5).
     pub period_us: u64,
     /// SCHED_FIFO/RR priority of the boost, 1..=99. Default 10.
     pub boost_prio: u8,

@@ -1,13 +1,13 @@
 //! SB (spin-block, implicit coscheduling) and SY (spin-yield).
 //!
-//! Seed 004 §2.2 (ICS): "processes waiting for a communication action to
+//! The Scheduler Testbed report §2.2 (ICS): "processes waiting for a communication action to
 //! complete use a spin-block mechanism ... first the process spins (actively
 //! waits) some time for the communication to complete, and then blocks";
 //! when the communication completes "it receives a priority boost, much in the
-//! same way it would in DCS". Seed 000 §4.2.2 (first technique): a task whose
+//! same way it would in DCS". ClusterSchedSim §4.2.2 (first technique): a task whose
 //! message has not arrived within the threshold is removed from the run queue;
 //! on arrival the interrupt handler wakes it and boosts it to the highest
-//! level. Seed 002 §2.1: SY instead yields the CPU by lowering its priority
+//! level. The BE/RT coscheduling paper §2.1: SY instead yields the CPU by lowering its priority
 //! after spinning for a while.
 //!
 //! Here the agent cannot make the application block, so the policy blocks it
@@ -48,13 +48,13 @@ pub enum BlockMethod {
 #[serde(deny_unknown_fields, default)]
 pub struct SpinBlockParams {
     /// On-CPU spin time after which a waiting task is blocked, µs. Default
-    /// 500: about the cost of a block and wake-up with seed 002's overheads
+    /// 500: about the cost of a block and wake-up with the BE/RT coscheduling paper's overheads
     /// (2 × 200 µs switch + 50 µs interrupt), the classic 2-competitive choice.
     /// With learning on, used until a task has enough observed waits.
     pub spin_threshold_us: u64,
     /// `demote` (default) or `stop`.
     pub block_by: BlockMethod,
-    /// Boost a task woken by its message (seed 004 §2.2, seed 002 §2.1: "soon
+    /// Boost a task woken by its message (the Scheduler Testbed report §2.2, the BE/RT coscheduling paper §2.1: "soon
     /// scheduled due to a priority boost"). Default true. Ignored by `dcs-sb`,
     /// which boosts with the DCS parameters.
     pub wake_boost: bool,

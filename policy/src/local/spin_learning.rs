@@ -1,12 +1,12 @@
 //! Per-task spin time learned from observed message waits (competitive
 //! spinning).
 //!
-//! Seed 000 §5.2: if the spin ("busy-wait") threshold is too short, tasks block
+//! ClusterSchedSim §5.2: if the spin ("busy-wait") threshold is too short, tasks block
 //! and need an interrupt and a wake-up for messages that would have come
-//! shortly; if too long, CPU is wasted. Seed 004 §2.4.3: FCS "collects
+//! shortly; if too long, CPU is wasted. The Scheduler Testbed report §2.4.3: FCS "collects
 //! communication statistics for each process", which "allows the scheduler to
 //! determine a competitive spinning time on a per-process basis" (the idea of
-//! Karlin et al., seed 000 ref. 20).
+//! Karlin et al., ClusterSchedSim ref. 20).
 //!
 //! Rule implemented: keep the last `history` waits `w` of the task (from spin
 //! start to the message's arrival). Spinning for `v` then blocking costs
@@ -37,7 +37,7 @@ pub struct SpinLearningParams {
     /// Upper bound of a learned spin time, µs. Default 5000 (a little over one
     /// 4 ms CFS tick at HZ=250: spinning longer never pays on one CPU).
     pub max_us: u64,
-    /// Cost B of blocking and being woken again, µs. Default 500: seed 002's
+    /// Cost B of blocking and being woken again, µs. Default 500: the BE/RT coscheduling paper's
     /// parameters put a context switch at 200 µs and an interrupt at 50 µs,
     /// and a block costs two switches and an interrupt (~450 µs).
     pub block_cost_us: u64,

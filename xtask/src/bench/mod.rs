@@ -1,9 +1,12 @@
 //! Benchmarks and the demo, run on this machine: jobs on the local cluster,
-//! eBPF overhead, local policies against plain Linux, gang scheduling.
+//! eBPF overhead, the idle agent's cost, local policies against plain
+//! Linux, gang scheduling.
 pub mod common;
 pub mod demo;
 pub mod gang;
+pub mod idle;
 pub mod jobs;
 pub mod local;
 pub mod outside_load;
 pub mod overhead;
+pub mod solo_agent;

@@ -14,16 +14,14 @@
 use std::{
     io::{Read as _, Write as _},
     path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
     sync::mpsc,
     time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, bail};
-use cosched_proto::control::{Client, Request};
 use serde::Serialize;
 
-use super::jobs::median;
+use super::{jobs::median, solo_agent::SoloAgent};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct OverheadReport {
@@ -112,90 +110,19 @@ impl PingPong {
     }
 }
 
-struct Agent {
-    child: Child,
-    socket: PathBuf,
-    metrics_port: u16,
-}
-
-impl Agent {
-    fn start(bin: &Path, dir: &Path) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let socket = dir.join("agent.sock");
-        let config = dir.join("agent.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "node = \"bench\"\nmetrics_listen = \"127.0.0.1:{port}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\npin_self = false\n",
-                socket.display(),
-                dir.join("state").display()
-            ),
-        )?;
-        let _ = std::fs::remove_file(&socket);
-        let child = Command::new(bin)
-            .arg("--config")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("agent.log"))?)
-            .spawn()
-            .with_context(|| format!("starting {}", bin.display()))?;
-        let t0 = Instant::now();
-        while Client::connect(&socket).is_err() {
-            if t0.elapsed() > Duration::from_secs(15) {
-                bail!(
-                    "agent did not start; log: {}",
-                    std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(Self {
-            child,
-            socket,
-            metrics_port: port,
-        })
-    }
-
-    fn adopt_self(&self) -> anyhow::Result<()> {
-        Client::connect(&self.socket)?
-            .call(
-                &Request::Adopt {
-                    job_id: 1,
-                    name: "pingpong".into(),
-                    pids: vec![std::process::id()],
-                    sched: None,
-                },
-                Duration::from_secs(10),
-            )
-            .context("adopting the ping-pong process")?;
-        Ok(())
-    }
-
-    /// (runs, seconds) of sched_switch from the agent's metrics.
-    fn sched_switch_cost(&self) -> anyhow::Result<(f64, f64)> {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))?;
-        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)?;
-        let get = |name: &str| {
-            text.lines()
-                .find(|l| l.starts_with(name) && l.contains("program=\"sched_switch\""))
-                .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        Ok((
-            get("cosched_ebpf_program_runs_total"),
-            get("cosched_ebpf_program_run_seconds_total"),
-        ))
-    }
-
-    fn stop(mut self) {
-        // SAFETY: plain syscall.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
+/// (runs, seconds) of sched_switch from the agent's metrics.
+fn sched_switch_cost(agent: &SoloAgent) -> anyhow::Result<(f64, f64)> {
+    let text = agent.metrics()?;
+    let get = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l.contains("program=\"sched_switch\""))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok((
+        get("cosched_ebpf_program_runs_total"),
+        get("cosched_ebpf_program_run_seconds_total"),
+    ))
 }
 
 pub fn run(
@@ -212,12 +139,12 @@ pub fn run(
     let (mut runs, mut secs) = (0.0, 0.0);
     for rep in 0..repetitions {
         let b = pp.measure(round_trips)?;
-        let agent = Agent::start(agent_bin, &dir)?;
+        let agent = SoloAgent::start(agent_bin, &dir, "local")?;
         std::thread::sleep(Duration::from_millis(200));
         let a = pp.measure(round_trips)?;
-        agent.adopt_self()?;
+        agent.adopt(1, "pingpong", vec![std::process::id()])?;
         let m = pp.measure(round_trips)?;
-        let (r, s) = agent.sched_switch_cost()?;
+        let (r, s) = sched_switch_cost(&agent)?;
         runs += r;
         secs += s;
         agent.stop();

@@ -1,11 +1,13 @@
-//! `cargo xtask bench overhead|local|gang`.
-use std::{path::PathBuf, process::ExitCode};
+//! `cargo xtask bench overhead|idle|local|gang`.
+use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 use xtask::{
     bench::{
+        common::BenchBinaries,
         gang::{self, GangOptions, modes::Mode, workloads::GangWorkload},
+        idle::{self, IdleOptions},
         local::{self, LocalOptions, workloads::Workload},
         overhead,
     },
@@ -36,13 +38,17 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// What an agent with nothing to react to costs: CPU share and
+    /// wake-ups per second of its threads, with no job and with sleeping
+    /// jobs, per policy.
+    Idle(IdleArgs),
     /// Every local policy against plain Linux: per workload and MPL, each
     /// job's slowdown vs its dedicated run, spinning, boosts, reaction
-    /// latency, seed-000 metrics and agent CPU (medians over repetitions).
+    /// latency, ClusterSchedSim's metrics and agent CPU (medians over repetitions).
     Local(LocalArgs),
     /// Coordinator policies (gang, paired gang, FCS) against plain Linux and
     /// the best local policy: communication- and I/O-intensive jobs and
-    /// seed 001's mixes, per slice length; switch skew; the targets.
+    /// Paired Gang Scheduling's mixes, per slice length; switch skew; the targets.
     Gang(GangArgs),
 }
 
@@ -67,6 +73,39 @@ struct OutputArgs {
 /// The list given on the command line, or the default when none was.
 fn or_default<T>(given: Vec<T>, default: Vec<T>) -> Vec<T> {
     if given.is_empty() { default } else { given }
+}
+
+#[derive(Debug, clap::Args)]
+struct IdleArgs {
+    /// Policies, comma-separated [default: local,dcs].
+    #[arg(long, value_delimiter = ',')]
+    policies: Vec<String>,
+    /// Numbers of sleeping jobs (adopted `sleep` processes), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [0, 60])]
+    sleeping_jobs: Vec<u32>,
+    /// Measured seconds of each row.
+    #[arg(long, default_value_t = 5.0)]
+    window: f64,
+    /// Write the rows as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Use the binaries already in target/release instead of building.
+    #[arg(long)]
+    no_build: bool,
+}
+
+impl IdleArgs {
+    fn options(&self) -> IdleOptions {
+        let defaults = IdleOptions::default();
+        let mut sleeping_jobs = self.sleeping_jobs.clone();
+        sleeping_jobs.sort_unstable();
+        IdleOptions {
+            policies: or_default(self.policies.clone(), defaults.policies),
+            sleeping_jobs,
+            window: Duration::from_secs_f64(self.window),
+            ..defaults
+        }
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -198,6 +237,33 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
             );
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&r)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        BenchCommand::Idle(args) => {
+            let binaries = BenchBinaries::snapshot(workspace, !args.no_build, &["cosched-agent"])?;
+            let options = args.options();
+            say(
+                "bench",
+                format!(
+                    "idle agent: policies {:?}, sleeping jobs {:?}, {:?} per row",
+                    options.policies, options.sleeping_jobs, options.window
+                ),
+            );
+            let rows = idle::run(&binaries.path("cosched-agent"), &options)?;
+            println!("policy  sleeping jobs  context switches/s  of which preempted  agent CPU %");
+            for row in &rows {
+                println!(
+                    "{:<7} {:>13} {:>19.1} {:>19.1} {:>12.2}",
+                    row.policy,
+                    row.sleeping_jobs,
+                    row.switches_per_s,
+                    row.involuntary_per_s,
+                    row.cpu_percent
+                );
+            }
+            if let Some(path) = &args.json {
+                std::fs::write(path, serde_json::to_string_pretty(&rows)?)
                     .with_context(|| format!("writing {}", path.display()))?;
             }
         }

@@ -85,9 +85,17 @@ fn each_policy_writes_its_wake_up_settings_and_a_switch_rewrites_them() {
 }
 
 #[test]
+fn a_reacting_policy_runs_the_agent_real_time_from_the_start() {
+    let e = engine_with("dcs");
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Fifo);
+    assert_eq!(e.k.own_attr.priority, e.cfg().agent_priority);
+    assert_eq!(engine_with("local").k.own_attr.policy, SchedPolicy::Other);
+}
+
+#[test]
 fn coordinator_policy_overrides_the_file_until_it_leaves() {
     let mut e = engine_with("local");
-    assert_eq!(e.k.own_attr, SchedAttr::other(0));
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other);
     e.set_coordinator_policy(Some(cosched_policy::local::PolicyKind::Dcs), true);
     assert_eq!(e.running_policy().as_str(), "dcs");
     assert_eq!(

@@ -220,7 +220,7 @@ fn pair_over_margin_is_not_made() {
 
 #[test]
 fn light_job_is_shared_by_heavy_jobs_that_find_no_unmatched_partner() {
-    // Seed 001 §4.1.2: one I/O-bound job among three compute-bound ones is
+    // Paired Gang Scheduling §4.1.2: one I/O-bound job among three compute-bound ones is
     // matched with all of them.
     let decisions = match_from_both_ends(
         &candidates(&[(0, 92.0), (1, 90.0), (2, 3.0), (3, 91.0)]),

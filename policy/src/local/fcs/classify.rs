@@ -1,4 +1,4 @@
-//! FCS process characterisation (seed 004 §2.4.2, §2.4.4, §4.6.1).
+//! FCS process characterisation (the Scheduler Testbed report §2.4.2, §2.4.4, §4.6.1).
 //!
 //! Per process the scheduler keeps C_CS / C_DC (communication attempts while
 //! coscheduled, i.e. run as CS or F in its own slot / run as DC in its own
@@ -38,7 +38,7 @@
 use super::params::FcsParams;
 use serde::{Deserialize, Serialize};
 
-/// The FCS classes (seed 004 §2.4.2).
+/// The FCS classes (the Scheduler Testbed report §2.4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FcsClass {

@@ -1,4 +1,4 @@
-//! FCS: flexible coscheduling (seed 004 §2.4, §4.6).
+//! FCS: flexible coscheduling (the Scheduler Testbed report §2.4, §4.6).
 //!
 //! FCS "augments gang-scheduling with dynamic process classification and local
 //! scheduling": the coordinator still broadcasts gang slots

@@ -1,6 +1,6 @@
 //! FCS parameters (`[policy.fcs]`).
 //!
-//! Seed 004 §2.4.4 leaves the classification thresholds to be "determined
+//! The Scheduler Testbed report §2.4.4 leaves the classification thresholds to be "determined
 //! empirically"; the defaults below are starting points, each with its reason.
 
 use crate::local::config::ConfigError;
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields, default)]
 pub struct FcsParams {
     /// SCHED_FIFO/RR priority of the slot owner ("raised to the maximum",
-    /// seed 004 §4.6.2 rule 1), 1..=99. Default 20: above the DCS/PB boosts.
+    /// the Scheduler Testbed report §4.6.2 rule 1), 1..=99. Default 20: above the DCS/PB boosts.
     pub top_prio: u8,
     /// Own slots a new process runs as CS, counting C_CS and W_CS. Default 2.
     pub measure_cs_slots: u32,
@@ -25,7 +25,7 @@ pub struct FcsParams {
     pub rare_comm_per_sec: f64,
     /// A mean wait per receive while coscheduled above this (µs) is "long":
     /// the process is F (frustrated). Default 1000: five context switches at
-    /// seed 002's 200 µs, twice the default spin threshold.
+    /// the BE/RT coscheduling paper's 200 µs, twice the default spin threshold.
     pub long_wait_us: u64,
     /// A process whose message rate (per second of its own slots) coscheduled
     /// is at least this multiple of its rate not coscheduled "communicates
@@ -43,7 +43,7 @@ pub struct FcsParams {
     /// does not reshuffle the node; a coordinator that is gone does not leave
     /// processes demoted.
     pub slot_grace_us: u64,
-    /// Learn each process's spin time from its waits (seed 004 §2.4.3: "a
+    /// Learn each process's spin time from its waits (the Scheduler Testbed report §2.4.3: "a
     /// competitive spinning time on a per-process basis"). Default true.
     pub learn_spin_time: bool,
     pub learning: SpinLearningParams,

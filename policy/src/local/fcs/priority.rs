@@ -1,4 +1,4 @@
-//! FCS in-slot priorities (seed 004 §2.4.3, Algorithm 1; §4.6.2).
+//! FCS in-slot priorities (the Scheduler Testbed report §2.4.3, Algorithm 1; §4.6.2).
 //!
 //! - The slot owner, if CS, has the CPU for the whole slot and is not
 //!   preempted by message arrivals (other processes are never boosted over

@@ -4,8 +4,8 @@
 //! its whole slot, and slots follow each other: without a cap one owner or
 //! another holds real-time priority all the time. The kernel then throttles
 //! every real-time task of the CPU for 50 ms of each second (it allows 95 %),
-//! the agent included, which froze slot switches for up to 33 ms (switch skew
-//! p99 3.6 ms, measured). Like the local policies' node-wide boost cap
+//! the agent included, which froze slot switches for tens of ms (measured:
+//! docs/benchmarks.md). Like the local policies' node-wide boost cap
 //! ([`FairnessParams::max_node_boosted_percent`](crate::local::FairnessParams)),
 //! owners' boosts together may use at most `cap_ns` of each window; past it
 //! the owner runs at its ordinary priority, the other processes still below

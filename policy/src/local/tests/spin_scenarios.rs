@@ -70,6 +70,30 @@ fn spin_block_by_stop_blocks_until_arrival() {
 }
 
 #[test]
+fn stopped_spinner_stays_stopped_when_a_snapshot_shows_its_spin_ended() {
+    let sb = SpinBlockParams {
+        block_by: BlockMethod::Stop,
+        ..Default::default()
+    };
+    let mut h = t1_spinning_from_1ms(Harness::new(sb_config(sb)));
+    h.advance_to(ms(2));
+    assert_eq!(h.level(T1), Level::Stop);
+    h.sleep(T1, ms(2)); // SIGSTOP takes it off the CPU
+    h.run(T2, 0, ms(2));
+    // The kernel counts the SIGSTOP switch-out as a block, which ends the
+    // spin episode: the counters show no spin and no message. The task
+    // still waits for its message; it cannot have received it.
+    let mut snapshot = message_pending_off_cpu(T1, 0, false, T2);
+    snapshot.tasks[0].pending_message = false;
+    snapshot.tasks[0].arrivals = 0;
+    snapshot.tasks[0].oncpu_ns = ms(2);
+    h.tick_with(ms(5), &snapshot);
+    assert_eq!(h.level(T1), Level::Stop, "woken with no message");
+    h.arrive(T1, ms(30), false);
+    assert_eq!(h.last(T1), Some((ms(30), BOOST10, Reason::WakeOnArrival)));
+}
+
+#[test]
 fn spin_threshold_counts_only_on_cpu_time() {
     let mut h = Harness::of_kind(PolicyKind::Sb);
     h.add(T1, JA, 0);

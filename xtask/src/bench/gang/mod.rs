@@ -1,7 +1,7 @@
 //! `cargo xtask bench gang`: global (coordinator) policies against local
-//! ones on the one-machine cluster, after seed 000's Fig. 8b/8c (gang
+//! ones on the one-machine cluster, after ClusterSchedSim's Fig. 8b/8c (gang
 //! scheduling wins on communication-intensive jobs, dynamic coscheduling on
-//! I/O-intensive ones) and seed 001's job mixes (paired gang against strict
+//! I/O-intensive ones) and Paired Gang Scheduling's job mixes (paired gang against strict
 //! gang, progress in barriers per second).
 //!
 //! Columns: plain Linux, the best local policy, and the coordinator's
@@ -64,7 +64,7 @@ pub struct GangOptions {
     pub best_local: String,
     pub workloads: Vec<GangWorkload>,
     pub modes: Vec<Mode>,
-    /// Outside its slice a job is stopped (SIGSTOP, seed 001's strict gang)
+    /// Outside its slice a job is stopped (SIGSTOP, Paired Gang Scheduling's strict gang)
     /// rather than demoted to SCHED_IDLE.
     pub stop_inactive: bool,
     pub json: Option<PathBuf>,

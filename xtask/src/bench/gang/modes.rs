@@ -19,7 +19,7 @@ pub enum Mode {
     BestLocal,
     /// Strict gang scheduling: one matrix row per slice.
     Gang,
-    /// Paired gang scheduling (seed 001): a light row runs with a heavy one.
+    /// Paired gang scheduling (Paired Gang Scheduling): a light row runs with a heavy one.
     PairedGang,
     /// Flexible coscheduling: gang slots, local FCS classes inside them.
     Fcs,

@@ -19,7 +19,7 @@ pub struct GangRow {
     /// Slices behind that percentile.
     pub switch_skew_samples: f64,
     /// Sum over the cell's jobs of their (median) iterations per second:
-    /// seed 001's total progress in barriers per second for the mixes, the
+    /// Paired Gang Scheduling's total progress in barriers per second for the mixes, the
     /// same on every row of a cell.
     pub total_progress_per_s: f64,
     /// CPU used on the machine outside the bench during the runs (median),

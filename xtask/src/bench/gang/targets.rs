@@ -3,7 +3,7 @@
 //! - gang scheduling of two fine-grain jobs at 10 ms slices: every job's
 //!   slowdown within 5 % of 2.0 (each job gets half of every node, and
 //!   loses nothing to waiting for a descheduled peer);
-//! - paired gang on seed 001's mix 1 (1 I/O-bound + 3 compute-bound jobs):
+//! - paired gang on Paired Gang Scheduling's mix 1 (1 I/O-bound + 3 compute-bound jobs):
 //!   total progress (barriers/s summed over the jobs) at least 1.6 × strict
 //!   gang's, at each slice length measured;
 //! - slice-switch skew p99 ≤ 1 ms over every slice of every coordinator run.

@@ -2,12 +2,12 @@
 //!
 //! - `comm`: two fine-grain jobs that spin on every message (the local
 //!   bench's `fine-spin`): communication-intensive, where gang scheduling
-//!   should win (seed 000, Fig. 8b);
+//!   should win (ClusterSchedSim, Fig. 8b);
 //! - `io`: two jobs that spend most of each iteration in blocking I/O (the
 //!   local bench's `io-heavy`): I/O-intensive, where dynamic policies should
 //!   win because gang scheduling leaves the CPU idle during a job's I/O
 //!   (Fig. 8c);
-//! - `mix0`..`mix4`: seed 001's mixes, mix i = i I/O-bound + (4 − i)
+//! - `mix0`..`mix4`: Paired Gang Scheduling's mixes, mix i = i I/O-bound + (4 − i)
 //!   compute-bound barrier jobs; progress is barriers per second per job.
 //!
 //! Every job has one rank on every node.
@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::bench::local::workloads::{JobSlot, JobType, Layout, slots_of};
 
-/// Jobs in each of seed 001's mixes.
+/// Jobs in each of Paired Gang Scheduling's mixes.
 pub const MIX_JOBS: usize = 4;
 
 /// A set of jobs that run together.

@@ -1,5 +1,5 @@
 //! The numbers each row reports, from what one run of a job did, and their
-//! median over repetitions. Seed 000's metrics, made operational for what
+//! median over repetitions. ClusterSchedSim's metrics, made operational for what
 //! this machine can measure:
 //!
 //! - slowdown: dedicated iterations/s ÷ shared iterations/s (the benchmark

@@ -2,7 +2,7 @@
 //! one-machine cluster, for several workloads and multiprogramming levels.
 //! Each cell (workload, MPL, policy) runs its jobs together on all nodes
 //! `reps` times; each job's row holds medians, its slowdown against its own
-//! dedicated run, seed 000's metrics as far as they can be measured here, and
+//! dedicated run, ClusterSchedSim's metrics as far as they can be measured here, and
 //! what the policy did (boosts, reaction latency) and cost (agent CPU).
 //!
 //! Modules: `workloads` (what runs), `policies` (switching the agents),

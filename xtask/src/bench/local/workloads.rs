@@ -120,11 +120,11 @@ pub enum JobType {
     /// No communication: 1 ms of computation per iteration, one size-1 job
     /// per node.
     ComputeOnly,
-    /// Seed 001's compute-bound job: a barrier (all ranks report to rank 0
+    /// Paired Gang Scheduling's compute-bound job: a barrier (all ranks report to rank 0
     /// and wait for its release, blocking receives) after 5 ms of
     /// computation.
     CpuBound,
-    /// Seed 001's I/O-bound job: a barrier after a 5 ms blocking I/O step
+    /// Paired Gang Scheduling's I/O-bound job: a barrier after a 5 ms blocking I/O step
     /// and no computation, so a barrier takes about as long as a
     /// compute-bound one's while the CPU is almost idle.
     IoBound,

@@ -1,7 +1,4 @@
-//! Blocking newline-delimited JSON over a Unix socket: one request line, one
-//! reply line. The transport under both local admin protocols (the agent's
-//! control socket and the coordinator's admin socket); each protocol keeps its
-//! own request/reply types and error messages.
+//! The blocking client: one request line, one reply line.
 use std::{
     io::{self, BufRead as _, BufReader, Write as _},
     os::unix::net::UnixStream,

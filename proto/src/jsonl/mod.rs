@@ -1,0 +1,21 @@
+//! Newline-delimited JSON over a Unix socket: one request line, one reply
+//! line. The transport under both local admin protocols (the agent's control
+//! socket and the coordinator's admin socket); each protocol keeps its own
+//! request/reply types and error messages.
+//!
+//! - [`LineClient`]: the blocking client tools and tests use.
+//! - [`LineLimits`]: the server's caps and time-outs, as daemons configure them.
+//! - `serve` (feature `tokio`): the server both daemons run.
+mod client;
+mod limits;
+#[cfg(feature = "tokio")]
+mod line;
+#[cfg(feature = "tokio")]
+mod memory;
+#[cfg(feature = "tokio")]
+mod server;
+
+pub use client::{LineClient, LineError};
+pub use limits::LineLimits;
+#[cfg(feature = "tokio")]
+pub use server::{Call, serve};
