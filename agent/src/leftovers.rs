@@ -305,6 +305,17 @@ mod tests {
             .read_line(&mut line)
             .unwrap();
         let scrubbed: u32 = line.trim().parse().unwrap();
+        // Until `env -i` has exec'd sleep, the child still shows the rank.
+        let started = Instant::now();
+        while fs::read(format!("/proc/{scrubbed}/environ"))
+            .is_ok_and(|environ| names_rank(&environ, &by, RANK))
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "sleep did not start"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(reap(None, &by, RANK), 1, "only the leader names the rank");
         leader.wait().unwrap();
         let started = Instant::now();
