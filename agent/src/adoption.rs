@@ -34,7 +34,7 @@ pub enum Refusal {
     #[error("pid {pid} is already managed as part of job {job}")]
     OtherJob { pid: u32, job: JobId },
     #[error(
-        "pid {pid} may run on CPUs {allowed:?}, outside this node's CPUs {node:?}: pin it to the node first (e.g. taskset -a -p -c {node_list} {pid})"
+        "pid {pid} may run on CPUs {allowed:?}, outside this node's CPUs {node:?}: pin it to the node first (e.g. taskset -a -p -c {node_list} {pid}) or adopt with \"move_to_node\": true"
     )]
     OutsideNode {
         pid: u32,
@@ -42,6 +42,11 @@ pub enum Refusal {
         node: Vec<u32>,
         node_list: String,
     },
+}
+
+/// Whether every CPU of `allowed` is one of the node's.
+pub fn within(allowed: &[u32], node_cpus: &[u32]) -> bool {
+    allowed.iter().all(|c| node_cpus.contains(c))
 }
 
 /// Processes that are never adopted, besides what [`ProcessInfo`] tells.
@@ -52,12 +57,14 @@ pub struct Protected {
 }
 
 /// May the agent adopt the process `info` describes into a job, on a node
-/// with `node_cpus`? `managed_by`: the job that already manages it, if any.
+/// with `node_cpus`? `managed_by`: the job that already manages it, if any;
+/// `may_move`: a process allowed outside the node will be narrowed to it.
 pub fn check(
     info: &ProcessInfo,
     protected: &Protected,
     node_cpus: &[u32],
     managed_by: Option<JobId>,
+    may_move: bool,
 ) -> Result<(), Refusal> {
     let pid = info.pid;
     if pid == 1 {
@@ -90,7 +97,7 @@ pub fn check(
     if let Some(job) = managed_by {
         return Err(Refusal::OtherJob { pid, job });
     }
-    if info.allowed_cpus.iter().any(|c| !node_cpus.contains(c)) {
+    if !may_move && !within(&info.allowed_cpus, node_cpus) {
         return Err(Refusal::OutsideNode {
             pid,
             allowed: info.allowed_cpus.clone(),
@@ -132,7 +139,7 @@ mod tests {
     }
 
     fn verdict(info: &ProcessInfo) -> Result<(), Refusal> {
-        check(info, &protected(), &[0], None)
+        check(info, &protected(), &[0], None, false)
     }
 
     #[test]
@@ -186,7 +193,7 @@ mod tests {
     #[test]
     fn a_task_of_another_job_is_refused() {
         assert_eq!(
-            check(&process(100), &protected(), &[0], Some(7)),
+            check(&process(100), &protected(), &[0], Some(7), false),
             Err(Refusal::OtherJob { pid: 100, job: 7 })
         );
     }
@@ -200,6 +207,14 @@ mod tests {
         let e = verdict(&everywhere).unwrap_err();
         assert!(matches!(e, Refusal::OutsideNode { .. }));
         assert!(e.to_string().contains("taskset -a -p -c 0 100"), "{e}");
-        assert_eq!(check(&everywhere, &protected(), &[0, 1], None), Ok(()));
+        assert_eq!(
+            check(&everywhere, &protected(), &[0, 1], None, false),
+            Ok(())
+        );
+        assert_eq!(
+            check(&everywhere, &protected(), &[0], None, true),
+            Ok(()),
+            "asked to move it onto the node"
+        );
     }
 }

@@ -176,6 +176,7 @@ fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
                 name: "x".into(),
                 pids: vec![999_999_999],
                 sched: None,
+                move_to_node: false,
             },
             "no such process",
         ),

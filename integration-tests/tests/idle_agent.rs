@@ -80,6 +80,7 @@ fn sleeping_jobs(policy: &str) {
             name: format!("sleeper{job_id}"),
             pids: vec![sleeper.pid()],
             sched: None,
+            move_to_node: false,
         });
         assert!(
             matches!(reply, Ok(Reply::Adopted { tasks: 1, .. })),

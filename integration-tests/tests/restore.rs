@@ -21,6 +21,7 @@ fn adopt(agent: &TestAgent, job_id: u32, pid: u32, sched: SchedRequest) {
         name: format!("j{job_id}"),
         pids: vec![pid],
         sched: Some(sched),
+        move_to_node: false,
     });
     assert!(
         matches!(r, Ok(Reply::Adopted { .. })),

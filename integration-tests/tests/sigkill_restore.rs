@@ -79,6 +79,7 @@ fn adopt(agent: &TestAgent, pids: &[u32], sched: Option<SchedRequest>) {
         name: "held".into(),
         pids: pids.to_vec(),
         sched,
+        move_to_node: false,
     });
     assert!(
         matches!(r, Ok(Reply::Adopted { .. })),

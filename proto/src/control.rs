@@ -35,6 +35,10 @@ pub enum Request {
         pids: Vec<u32>,
         #[serde(default)]
         sched: Option<SchedRequest>,
+        /// Narrow processes allowed outside the node's CPUs to them (put
+        /// back when the job is handed back) instead of refusing them.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        move_to_node: bool,
     },
     /// All jobs the agent knows (running and recently finished).
     Jobs,
@@ -244,6 +248,7 @@ mod tests {
                 name: "a".into(),
                 pids: vec![2],
                 sched: Some(SchedRequest::Idle),
+                move_to_node: false,
             },
             Request::Jobs,
             Request::Wait {

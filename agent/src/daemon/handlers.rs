@@ -220,7 +220,11 @@ impl<K: Kernel> Daemon<K> {
                 name,
                 pids,
                 sched,
-            } => match self.engine.adopt(job_id, &name, &pids, sched) {
+                move_to_node,
+            } => match self
+                .engine
+                .adopt_with(job_id, &name, &pids, sched, move_to_node)
+            {
                 Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
                 Err(e) => Response::Error(e.to_string()),
             },

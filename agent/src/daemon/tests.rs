@@ -48,6 +48,7 @@ fn adopt(job_id: u32, pids: Vec<u32>) -> Request {
         name: "app".into(),
         pids,
         sched: None,
+        move_to_node: false,
     }
 }
 

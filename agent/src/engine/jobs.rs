@@ -48,6 +48,13 @@ impl<K: Kernel> Engine<K> {
     /// tasks taken so far stay with the job: the caller drops the job
     /// ([`Self::unreserve_job`]).
     pub fn manage_process(&mut self, job: JobId, pid: u32) -> Result<u32, EngineError> {
+        self.take_process(job, pid, false)
+    }
+
+    /// [`Self::manage_process`]; with `to_node`, threads allowed outside the
+    /// node's CPUs are narrowed to them (journaled first, widened back on
+    /// hand-back, exit of the agent and crash).
+    fn take_process(&mut self, job: JobId, pid: u32, to_node: bool) -> Result<u32, EngineError> {
         let tids = self.k.threads(pid).map_err(|e| {
             if is_gone(&e) {
                 EngineError::NoSuchProcess(pid)
@@ -77,6 +84,9 @@ impl<K: Kernel> Engine<K> {
                 }
                 return Err(e.into());
             }
+            if to_node {
+                self.narrow_to_node(tid)?;
+            }
             let original = self.ledger.get(tid).map(|e| e.original).unwrap_or_default();
             self.reg
                 .add_task(job, tid, pid, Realisation::untouched(original));
@@ -93,6 +103,17 @@ impl<K: Kernel> Engine<K> {
         Ok(tids.len() as u32)
     }
 
+    /// Keeps a thread on the node's CPUs.
+    fn narrow_to_node(&mut self, tid: u32) -> Result<(), EngineError> {
+        let node = self.node_cpus();
+        if adoption::within(&self.k.affinity(tid)?, &node) {
+            return Ok(());
+        }
+        self.ledger.will_set_affinity(&self.k, tid)?;
+        self.k.set_affinity(tid, &node)?;
+        Ok(())
+    }
+
     /// Adopts running processes as a new job. Every pid is checked before
     /// anything changes (see [`adoption`]), so a refusal or a typo leaves
     /// no half-adopted job.
@@ -102,6 +123,19 @@ impl<K: Kernel> Engine<K> {
         name: &str,
         pids: &[u32],
         sched: Option<SchedRequest>,
+    ) -> Result<u32, EngineError> {
+        self.adopt_with(job, name, pids, sched, false)
+    }
+
+    /// [`Self::adopt`]; with `to_node`, processes allowed outside the node's
+    /// CPUs are narrowed to them instead of refused.
+    pub fn adopt_with(
+        &mut self,
+        job: JobId,
+        name: &str,
+        pids: &[u32],
+        sched: Option<SchedRequest>,
+        to_node: bool,
     ) -> Result<u32, EngineError> {
         if pids.is_empty() {
             return Err(EngineError::NoProcess);
@@ -119,12 +153,12 @@ impl<K: Kernel> Engine<K> {
                 }
             })?;
             let managed_by = self.reg.task(p).map(|s| s.job);
-            adoption::check(&info, &self.protected, &node_cpus, managed_by)?;
+            adoption::check(&info, &self.protected, &node_cpus, managed_by, to_node)?;
         }
         self.reserve_job(job, name, 0, sched)?;
         let mut n = 0;
         for &p in &pids {
-            match self.manage_process(job, p) {
+            match self.take_process(job, p, to_node) {
                 Ok(t) => n += t,
                 Err(e) => {
                     self.unreserve_job(job);

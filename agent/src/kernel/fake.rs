@@ -21,6 +21,7 @@ pub enum Call {
     Untrack(u32),
     SetCpuCgroup(u32, PathBuf),
     SetOwnAttr(SchedAttr),
+    SetAffinity(u32, Vec<u32>),
     SetSettings(Settings),
 }
 
@@ -37,6 +38,8 @@ pub struct FakeTask {
     pub group_nice: i32,
     /// The task's cgroup-v1 cpu cgroup.
     pub cpu_cgroup: PathBuf,
+    /// CPUs it may run on (None: the kernel's `allowed_cpus`).
+    pub cpus: Option<Vec<u32>>,
 }
 
 #[derive(Default)]
@@ -90,6 +93,7 @@ impl FakeKernel {
                 stopped: false,
                 group_nice: 0,
                 cpu_cgroup: PathBuf::from(FAKE_CPU_ROOT),
+                cpus: None,
             },
         );
     }
@@ -110,12 +114,32 @@ impl FakeKernel {
         &self.tasks[&tid].cpu_cgroup
     }
 
+    /// CPUs a task may run on unless it was given its own.
+    fn default_cpus(&self) -> Vec<u32> {
+        if self.allowed_cpus.is_empty() {
+            vec![0]
+        } else {
+            self.allowed_cpus.clone()
+        }
+    }
+
     pub fn stats_mut(&mut self, tid: u32) -> &mut TaskStats {
         self.tracked.get_mut(&tid).expect("task not tracked")
     }
 }
 
 impl TaskControl for FakeKernel {
+    fn affinity(&self, tid: u32) -> io::Result<Vec<u32>> {
+        let t = self.tasks.get(&tid).ok_or_else(gone)?;
+        Ok(t.cpus.clone().unwrap_or_else(|| self.default_cpus()))
+    }
+
+    fn set_affinity(&mut self, tid: u32, cpus: &[u32]) -> io::Result<()> {
+        self.tasks.get_mut(&tid).ok_or_else(gone)?.cpus = Some(cpus.to_vec());
+        self.calls.push(Call::SetAffinity(tid, cpus.to_vec()));
+        Ok(())
+    }
+
     fn get_attr(&self, tid: u32) -> io::Result<SchedAttr> {
         self.tasks.get(&tid).map(|t| t.attr).ok_or_else(gone)
     }
@@ -206,11 +230,7 @@ impl Kernel for FakeKernel {
             state: if self.tasks[&pid].stopped { 'T' } else { 'S' },
             kernel_thread: false,
             exe: Some(PathBuf::from("/usr/bin/app")),
-            allowed_cpus: if self.allowed_cpus.is_empty() {
-                vec![0]
-            } else {
-                self.allowed_cpus.clone()
-            },
+            allowed_cpus: self.affinity(pid)?,
         })
     }
 

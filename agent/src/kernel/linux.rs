@@ -148,6 +148,34 @@ pub fn proc_tgid(tid: u32) -> io::Result<u32> {
 pub struct Procfs;
 
 impl TaskControl for Procfs {
+    fn affinity(&self, tid: u32) -> io::Result<Vec<u32>> {
+        allowed_cpus(tid)
+    }
+
+    fn set_affinity(&mut self, tid: u32, cpus: &[u32]) -> io::Result<()> {
+        // SAFETY: cpu_set_t is plain data.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c as usize >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            // SAFETY: index checked above.
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+        // SAFETY: valid set of the size passed.
+        let rc = unsafe {
+            libc::sched_setaffinity(
+                tid as libc::pid_t,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &set,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     fn get_attr(&self, tid: u32) -> io::Result<SchedAttr> {
         sched_getattr(tid)
     }
@@ -205,6 +233,14 @@ pub fn parse_autogroup_nice(text: &str) -> Option<i32> {
 }
 
 impl TaskControl for Linux {
+    fn affinity(&self, tid: u32) -> io::Result<Vec<u32>> {
+        Procfs.affinity(tid)
+    }
+
+    fn set_affinity(&mut self, tid: u32, cpus: &[u32]) -> io::Result<()> {
+        Procfs.set_affinity(tid, cpus)
+    }
+
     fn get_attr(&self, tid: u32) -> io::Result<SchedAttr> {
         Procfs.get_attr(tid)
     }
@@ -346,6 +382,22 @@ mod tests {
         assert_eq!(parse_state_and_flags(stat), Some(('S', 2129984)));
         assert_ne!(2129984 & PF_KTHREAD, 0);
         assert_eq!(parse_state_and_flags("9 (x) Z"), None, "truncated");
+    }
+
+    #[test]
+    fn affinity_of_another_process_is_narrowed_and_widened_back() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let all = Procfs.affinity(pid).unwrap();
+        Procfs.set_affinity(pid, &all[..1]).unwrap();
+        assert_eq!(Procfs.affinity(pid).unwrap(), all[..1].to_vec());
+        Procfs.set_affinity(pid, &all).unwrap();
+        assert_eq!(Procfs.affinity(pid).unwrap(), all);
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

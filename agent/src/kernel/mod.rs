@@ -59,6 +59,10 @@ pub trait TaskControl {
     /// Moves one thread into a cgroup-v1 cpu cgroup (its `tasks` file: the
     /// agent's levels are per thread).
     fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()>;
+    /// CPUs a thread may run on.
+    fn affinity(&self, tid: u32) -> io::Result<Vec<u32>>;
+    /// Narrows (or widens back) the CPUs a thread may run on.
+    fn set_affinity(&mut self, tid: u32, cpus: &[u32]) -> io::Result<()>;
 }
 
 /// What the agent checks about a process before it adopts it.

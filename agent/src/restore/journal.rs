@@ -324,6 +324,7 @@ mod tests {
             ever_stopped: false,
             group_nice: None,
             cpu_cgroup: None,
+            affinity: None,
         }
     }
 

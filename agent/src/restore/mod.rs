@@ -51,6 +51,10 @@ pub struct Entry {
     /// (no `demote_cpu_cgroup`), or it was already in one of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_cgroup: Option<PathBuf>,
+    /// The CPUs the task could run on before the agent narrowed them to its
+    /// node's (an adoption that asked for it). None: never narrowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -153,8 +157,23 @@ impl RestoreLedger {
                 Some(groups) => k.cpu_cgroup(tid)?.filter(|dir| !groups.owns(dir)),
                 None => None,
             },
+            affinity: None,
         };
         self.entries.insert(tid, entry.clone());
+        self.journal(Record::Original(entry))
+    }
+
+    /// Notes (journals) the CPUs the task may run on before the agent first
+    /// narrows them.
+    pub fn will_set_affinity(&mut self, k: &impl TaskControl, tid: u32) -> io::Result<()> {
+        self.record(k, tid)?;
+        let e = self.entries.get_mut(&tid).expect("recorded above");
+        if e.affinity.is_some() {
+            return Ok(());
+        }
+        e.affinity = Some(k.affinity(tid)?);
+        let entry = e.clone();
+        // A later Original line replaces the earlier one at replay.
         self.journal(Record::Original(entry))
     }
 
@@ -185,6 +204,8 @@ impl RestoreLedger {
             group_nice: p.group_nice,
             // Its first cgroup is the parent's current one.
             cpu_cgroup: p.cpu_cgroup,
+            // Its CPUs are the parent's narrowed ones: widened back with it.
+            affinity: p.affinity,
         };
         self.entries.insert(child, entry.clone());
         self.journal(Record::Original(entry))?;
@@ -334,6 +355,11 @@ fn restore_entry(k: &mut impl TaskControl, e: &Entry) -> io::Result<bool> {
         }
         if k.get_attr(tid)? != e.original {
             k.set_attr(tid, &e.original)?;
+        }
+        if let Some(cpus) = &e.affinity
+            && k.affinity(tid)? != *cpus
+        {
+            k.set_affinity(tid, cpus)?;
         }
         if let Some(nice) = e.group_nice
             && k.group_nice(tid)? != Some(nice)

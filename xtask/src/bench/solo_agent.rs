@@ -73,6 +73,7 @@ impl SoloAgent {
                     name: name.into(),
                     pids,
                     sched: None,
+                    move_to_node: false,
                 },
                 Duration::from_secs(10),
             )

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use super::*;
 use cosched_policy::local::Level;
 
+use crate::kernel::TaskControl as _;
+
 use crate::kernel::ProcessInfo;
 
 /// Nothing anywhere still knows `tid`: registry, policy, eBPF maps, ledger.
@@ -174,4 +176,50 @@ fn no_policy_tick_without_a_task() {
     e.k.spawn(100, SchedAttr::other(0));
     e.adopt(1, "a", &[100], None).unwrap();
     assert!(e.next_policy_tick().is_some());
+}
+
+#[test]
+fn a_process_asked_onto_the_node_is_narrowed_and_widened_back_on_release() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn_thread(101, 100, SchedAttr::other(0));
+    e.k.allowed_cpus = vec![0, 1];
+    e.adopt_with(1, "a", &[100], None, true).unwrap();
+    for tid in [100, 101] {
+        assert_eq!(e.k.affinity(tid).unwrap(), vec![0], "{tid} on the node");
+        assert_eq!(
+            e.ledger.get(tid).unwrap().affinity,
+            Some(vec![0, 1]),
+            "{tid}: its CPUs journaled before the change"
+        );
+    }
+    e.release_job(1).unwrap();
+    for tid in [100, 101] {
+        assert_eq!(e.k.affinity(tid).unwrap(), vec![0, 1], "{tid} widened back");
+    }
+}
+
+#[test]
+fn a_process_already_on_the_node_is_not_touched_when_asked_to_move() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.adopt_with(1, "a", &[100], None, true).unwrap();
+    assert!(
+        !e.k.calls
+            .iter()
+            .any(|c| matches!(c, crate::kernel::fake::Call::SetAffinity(..))),
+        "{:?}",
+        e.k.calls
+    );
+    assert_eq!(e.ledger.get(100).unwrap().affinity, None);
+}
+
+#[test]
+fn shutdown_widens_a_narrowed_process_back() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.allowed_cpus = vec![0, 1];
+    e.adopt_with(1, "a", &[100], None, true).unwrap();
+    e.shutdown();
+    assert_eq!(e.k.affinity(100).unwrap(), vec![0, 1]);
 }
