@@ -159,3 +159,58 @@ fn restarted_agent_restores_tasks_a_dead_agent_left_changed() {
             .contains("restored tasks left changed by a previous agent")
     );
 }
+
+/// CPUs a process may run on (`Cpus_allowed_list` of /proc/<pid>/status).
+fn allowed_cpus(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_process_moved_onto_the_node_is_refused_unless_asked_and_widened_back_on_exit() {
+    require_root();
+    assert!(
+        cosched_integration_tests::proc::online_cpus() >= 2,
+        "needs two CPUs: a one-CPU node and a process allowed on both"
+    );
+    let mut agent = TestAgent::start(AgentOpts {
+        cpus: vec![0],
+        ..AgentOpts::default()
+    });
+    let s = Sleeper::start();
+    let before = allowed_cpus(s.pid());
+    assert_ne!(before, "0", "the sleeper must start allowed beyond CPU 0");
+    let adopt = |move_to_node| {
+        agent.call(Request::Adopt {
+            job_id: 1,
+            name: "wide".into(),
+            pids: vec![s.pid()],
+            sched: None,
+            move_to_node,
+        })
+    };
+    let refused = adopt(false);
+    assert!(
+        matches!(&refused, Err(e) if e.contains("outside this node's CPUs")),
+        "{refused:?}"
+    );
+    assert_eq!(allowed_cpus(s.pid()), before, "a refusal changes nothing");
+    let r = adopt(true);
+    assert!(
+        matches!(r, Ok(Reply::Adopted { .. })),
+        "{r:?}\n{}",
+        agent.log()
+    );
+    assert_eq!(allowed_cpus(s.pid()), "0", "narrowed to the node");
+    assert_eq!(agent.stop(), Some(0));
+    assert_eq!(
+        allowed_cpus(s.pid()),
+        before,
+        "widened back when the agent exits"
+    );
+}
