@@ -31,7 +31,6 @@ use crate::{
     engine::Engine,
     kernel::{Kernel, linux::Linux},
     restore::RestoreLedger,
-    wakeup,
 };
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
@@ -113,8 +112,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("creating state dir {}", cfg.state_dir.display()))?;
     let demote_cgroups = crate::cpu_group::start(cfg.demote_cpu_cgroup.as_deref())?;
-    let interest = cosched_policy::local::WakeInterest::of(&cfg.local_policy());
-    let probes = Probes::load(wakeup::settings(&interest, cfg.ebpf.wake_batch_bytes))?;
+    // Nothing is tracked yet: the engine writes the policy's wake-up
+    // settings when it starts (the one place that decides them).
+    let probes = Probes::load(cosched_agent_common::Settings::default())?;
     let mut kernel = Linux::new(probes);
 
     // A previous agent that crashed or was killed left its journal behind:

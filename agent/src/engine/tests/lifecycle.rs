@@ -70,6 +70,12 @@ fn released_job_is_handed_back_untouched_and_keeps_running() {
     ));
 }
 
+/// A process the fake kernel reports as `info` says.
+fn spawn_as(e: &mut Engine<FakeKernel>, info: ProcessInfo) {
+    e.k.spawn(info.pid, SchedAttr::other(0));
+    e.k.processes.insert(info.pid, info);
+}
+
 fn refused(e: &mut Engine<FakeKernel>, pid: u32) -> String {
     e.k.calls.clear();
     let err = e.adopt(5, "x", &[pid], None).unwrap_err();
@@ -83,9 +89,8 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
     let mut e = engine();
     e.k.spawn(1, SchedAttr::other(0));
     assert!(refused(&mut e, 1).contains("init"));
-    e.k.spawn(2, SchedAttr::other(0));
-    e.k.processes.insert(
-        2,
+    spawn_as(
+        &mut e,
         ProcessInfo {
             pid: 2,
             state: 'S',
@@ -95,9 +100,8 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
         },
     );
     assert!(refused(&mut e, 2).contains("kernel thread"));
-    e.k.spawn(3, SchedAttr::other(0));
-    e.k.processes.insert(
-        3,
+    spawn_as(
+        &mut e,
         ProcessInfo {
             pid: 3,
             state: 'Z',
@@ -107,9 +111,8 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
         },
     );
     assert!(refused(&mut e, 3).contains("zombie"));
-    e.k.spawn(4, SchedAttr::other(0));
-    e.k.processes.insert(
-        4,
+    spawn_as(
+        &mut e,
         ProcessInfo {
             pid: 4,
             state: 'S',
