@@ -185,10 +185,14 @@ impl Config {
         self.local_policy()
             .validate()
             .map_err(|e| ConfigError::Invalid(format!("policy parameters: {e}")))?;
-        if self.agent_priority > 99 {
+        // The guardian runs above the agent, so that the agent's tasks are
+        // put back even when the agent itself is starved.
+        if self.agent_priority >= crate::guardian::PRIORITY {
             return bad(format!(
-                "agent_priority {} out of range 0..=99",
-                self.agent_priority
+                "agent_priority {} out of range 0..={} (the guardian runs at {})",
+                self.agent_priority,
+                crate::guardian::PRIORITY - 1,
+                crate::guardian::PRIORITY
             ));
         }
         let top_boost = [
@@ -365,6 +369,13 @@ mod tests {
         assert!(e.to_string().contains("bogus"), "{e}");
         let e = Config::parse("node = \"n0\"\n[ebpf]\npoll = 1", "t").unwrap_err();
         assert!(e.to_string().contains("poll"), "{e}");
+    }
+
+    #[test]
+    fn agent_priority_at_the_guardians_is_rejected() {
+        let e = Config::parse("node = \"n0\"\nagent_priority = 99", "t").unwrap_err();
+        assert!(e.to_string().contains("guardian runs at 99"), "{e}");
+        Config::parse("node = \"n0\"\nagent_priority = 98", "t").unwrap();
     }
 
     #[test]

@@ -181,6 +181,17 @@ impl Registry {
         self.tasks.len()
     }
 
+    /// Does a running job ask for a real-time policy of its own?
+    pub fn has_realtime_job(&self) -> bool {
+        self.jobs.values().any(|j| {
+            j.state == JobState::Running
+                && matches!(
+                    j.sched,
+                    Some(SchedRequest::Fifo { .. } | SchedRequest::Rr { .. })
+                )
+        })
+    }
+
     pub fn running_jobs(&self) -> usize {
         self.jobs
             .values()

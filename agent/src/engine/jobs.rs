@@ -22,8 +22,30 @@ impl<K: Kernel> Engine<K> {
     ) -> Result<(), EngineError> {
         if let Some(s) = &sched {
             s.validate().map_err(EngineError::BadSched)?;
+            self.check_below_agent(s)?;
         }
         self.reg.add_job(id, name, rank, sched, self.cfg.max_jobs)?;
+        self.update_own_priority();
+        Ok(())
+    }
+
+    /// A job's own real-time priority must stay below the agent's (and the
+    /// guardian's): a spinning task at or above it would starve the thread
+    /// that puts tasks back, on exit and on crash.
+    fn check_below_agent(&self, s: &SchedRequest) -> Result<(), EngineError> {
+        let (SchedRequest::Fifo { priority } | SchedRequest::Rr { priority }) = *s else {
+            return Ok(());
+        };
+        let ceiling = match self.cfg.agent_priority {
+            0 => crate::guardian::PRIORITY,
+            p => p,
+        };
+        if priority >= ceiling {
+            return Err(EngineError::BadSched(format!(
+                "real-time priority {priority} must be below the agent's own ({ceiling}): \
+                 a task at or above it could starve the agent and its guardian"
+            )));
+        }
         Ok(())
     }
 
@@ -41,6 +63,7 @@ impl<K: Kernel> Engine<K> {
         );
         let _ = self.reg.forget(id);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
+        self.update_own_priority();
     }
 
     /// Starts managing the process `pid` (every thread) as part of `job`.
@@ -287,6 +310,9 @@ impl<K: Kernel> Engine<K> {
             for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
                 self.metrics.remove_job(dropped, "");
             }
+        }
+        if !finished.is_empty() {
+            self.update_own_priority();
         }
         self.export_metrics(agent_cpu_seconds);
         if self.driver.resting() {

@@ -94,6 +94,8 @@ pub struct Engine<K: Kernel> {
     cpu_groups: Option<CpuGroups>,
     /// Processes adoption refuses besides the ones it recognises.
     protected: Protected,
+    /// The real-time priority the agent last gave itself (None: not yet).
+    own_priority_applied: Option<u32>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -132,6 +134,7 @@ impl<K: Kernel> Engine<K> {
             last_reload: None,
             events: Vec::new(),
             protected,
+            own_priority_applied: None,
         };
         engine.apply_wake_settings();
         engine.update_own_priority();

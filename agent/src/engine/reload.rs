@@ -140,20 +140,31 @@ impl<K: Kernel> Engine<K> {
     /// fork, so the processes the agent launches never inherit it.
     pub(super) fn update_own_priority(&mut self) {
         let priority = self.own_priority();
+        if self.own_priority_applied == Some(priority) {
+            return;
+        }
         let mut attr = if priority > 0 {
             SchedAttr::with_policy(SchedPolicy::Fifo, 0, priority)
         } else {
             SchedAttr::other(0)
         };
         attr.flags = FLAG_RESET_ON_FORK;
-        if let Err(e) = self.k.set_own_attr(&attr) {
-            tracing::warn!("cannot set the agent's own priority: {e}");
+        match self.k.set_own_attr(&attr) {
+            Ok(()) => self.own_priority_applied = Some(priority),
+            Err(e) => tracing::warn!("cannot set the agent's own priority: {e}"),
         }
     }
 
     /// The agent's own scheduling priority while it acts (0: time-shared).
+    ///
+    /// Under plain Linux scheduling (`local`, no slices) it stays
+    /// time-shared, unless a job runs at a real-time priority of its own:
+    /// such a job (always below the agent's priority, see `reserve_job`)
+    /// would otherwise delay the agent's answers and its exit.
     pub fn own_priority(&self) -> u32 {
-        let active = self.running_policy() != PolicyKind::Local || self.slices_enforced;
+        let active = self.running_policy() != PolicyKind::Local
+            || self.slices_enforced
+            || self.reg.has_realtime_job();
         if active { self.cfg.agent_priority } else { 0 }
     }
 }

@@ -226,3 +226,35 @@ fn shutdown_widens_a_narrowed_process_back() {
     e.shutdown();
     assert_eq!(e.k.affinity(100).unwrap(), vec![0, 1]);
 }
+
+#[test]
+fn a_job_asking_for_the_agents_own_priority_is_refused_and_one_below_is_taken() {
+    let mut e = engine_configured("policy = \"dcs\"\nagent_priority = 50");
+    e.k.spawn(100, SchedAttr::other(0));
+    let refused = e.adopt(1, "a", &[100], Some(SchedRequest::Fifo { priority: 50 }));
+    assert!(
+        matches!(&refused, Err(EngineError::BadSched(m)) if m.contains("below the agent")),
+        "{refused:?}"
+    );
+    assert!(e.job(1).is_none(), "nothing kept of the refused job");
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "task untouched");
+    e.adopt(1, "a", &[100], Some(SchedRequest::Rr { priority: 49 }))
+        .unwrap();
+    assert_eq!(e.k.attr(100).priority, 49);
+}
+
+#[test]
+fn under_plain_linux_a_realtime_job_lifts_the_agent_until_it_is_handed_back() {
+    let mut e = engine_configured("policy = \"local\"\nagent_priority = 50");
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "time-shared at rest");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.adopt(1, "a", &[100], Some(SchedRequest::Fifo { priority: 20 }))
+        .unwrap();
+    assert_eq!(
+        (e.k.own_attr.policy, e.k.own_attr.priority),
+        (SchedPolicy::Fifo, 50),
+        "above the job it could otherwise be starved by"
+    );
+    e.release_job(1).unwrap();
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other);
+}
