@@ -17,6 +17,23 @@ use cosched_proto::wire::{CancelJob, MessageKind, RankRef, RanksReaped, ReapRank
 
 use super::{Core, RankState};
 
+/// Reap orders kept per node at most. A node that never comes back would
+/// otherwise hold one record for every rank given up there, for ever (and
+/// in the persisted state); past the cap the oldest job's orders go first,
+/// with a warning: that node's processes, if it returns, are the agent's
+/// own leftovers check's to find.
+pub const MAX_UNREAPED_PER_NODE: usize = 4096;
+
+/// Drops the oldest orders (lowest job ids: ids only grow) beyond `cap`;
+/// returns them.
+fn keep_newest(unreaped: &mut BTreeSet<RankRef>, cap: usize) -> Vec<RankRef> {
+    let mut dropped = Vec::new();
+    while unreaped.len() > cap {
+        dropped.extend(unreaped.pop_first());
+    }
+    dropped
+}
+
 impl Core {
     /// Marks rank `index` of job `id` lost for `reason`; if it may have
     /// processes on its node, that node is told to kill them.
@@ -40,7 +57,16 @@ impl Core {
             job_id: id,
             rank: index as u32,
         };
-        self.nodes[node].record.unreaped.insert(leftover);
+        let unreaped = &mut self.nodes[node].record.unreaped;
+        unreaped.insert(leftover);
+        for oldest in keep_newest(unreaped, MAX_UNREAPED_PER_NODE) {
+            tracing::warn!(
+                node,
+                job = oldest.job_id,
+                rank = oldest.rank,
+                "too many reap orders kept for an absent node: dropping the oldest"
+            );
+        }
         self.persist();
         self.send_reaps(node, vec![leftover]);
     }
@@ -92,5 +118,22 @@ impl Core {
         if changed {
             self.persist();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank(job_id: u32) -> RankRef {
+        RankRef { job_id, rank: 0 }
+    }
+
+    #[test]
+    fn orders_of_a_node_that_never_returns_stay_bounded_dropping_the_oldest_jobs() {
+        let mut unreaped: BTreeSet<RankRef> = [7, 3, 9, 5].map(rank).into();
+        assert_eq!(keep_newest(&mut unreaped, 2), vec![rank(3), rank(5)]);
+        assert_eq!(unreaped, [7, 9].map(rank).into());
+        assert!(keep_newest(&mut unreaped, 2).is_empty(), "at the cap: kept");
     }
 }

@@ -246,7 +246,11 @@ fn a_job_asking_for_the_agents_own_priority_is_refused_and_one_below_is_taken() 
 #[test]
 fn under_plain_linux_a_realtime_job_lifts_the_agent_until_it_is_handed_back() {
     let mut e = engine_configured("policy = \"local\"\nagent_priority = 50");
-    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "time-shared at rest");
+    assert_eq!(
+        e.k.own_attr.policy,
+        SchedPolicy::Other,
+        "time-shared at rest"
+    );
     e.k.spawn(100, SchedAttr::other(0));
     e.adopt(1, "a", &[100], Some(SchedRequest::Fifo { priority: 20 }))
         .unwrap();
