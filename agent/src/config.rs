@@ -10,6 +10,7 @@ use cosched_policy::local::{
     DcsParams, FairnessParams, FcsParams, LocalPolicyConfig, PeriodicBoostParams, PolicyKind,
     SpinBlockParams, SpinYieldParams,
 };
+use cosched_proto::range;
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -210,12 +211,8 @@ impl Config {
                 self.agent_priority
             ));
         }
-        if !(100..=100_000).contains(&self.policy_tick_us) {
-            return bad(format!(
-                "policy_tick_us {} out of range 100..=100000",
-                self.policy_tick_us
-            ));
-        }
+        range::check("policy_tick_us", self.policy_tick_us, 100..=100_000)
+            .map_err(ConfigError::Invalid)?;
         if let Some(c) = self
             .cpus
             .iter()
@@ -223,12 +220,12 @@ impl Config {
         {
             return bad(format!("cpu {c} out of range"));
         }
-        if !(1..=10_000).contains(&self.ebpf.poll_interval_ms) {
-            return bad(format!(
-                "ebpf.poll_interval_ms {} out of range 1..=10000",
-                self.ebpf.poll_interval_ms
-            ));
-        }
+        range::check(
+            "ebpf.poll_interval_ms",
+            self.ebpf.poll_interval_ms,
+            1..=10_000,
+        )
+        .map_err(ConfigError::Invalid)?;
         if self.max_jobs == 0 {
             return bad("max_jobs must be at least 1".into());
         }

@@ -8,7 +8,7 @@ use std::{
 };
 
 use cosched_policy::global::{ColumnAllocation, PairingConfig, QueuePolicy};
-use cosched_proto::wire::SharedSecret;
+use cosched_proto::{range, wire::SharedSecret};
 use serde::Deserialize;
 
 use crate::{limits::Limits, policy::GlobalPolicy};
@@ -222,33 +222,22 @@ impl Config {
             (Some(_), Some(_)) => return bad("set only one of `secret` and `secret_file`".into()),
             _ => {}
         }
-        if !(1..=64).contains(&self.max_rows) {
-            return bad(format!("max_rows {} out of range 1..=64", self.max_rows));
-        }
-        if self.realtime_priority > 99 {
-            return bad(format!(
-                "realtime_priority {} out of range 0..=99",
-                self.realtime_priority
-            ));
-        }
-        if !(MIN_SLICE_MS..=60_000).contains(&self.slice_ms) {
-            return bad(format!(
-                "slice_ms {} out of range {MIN_SLICE_MS}..=60000",
-                self.slice_ms
-            ));
-        }
+        let invalid = ConfigError::Invalid;
+        range::check("max_rows", self.max_rows, 1..=64).map_err(invalid)?;
+        range::check("realtime_priority", self.realtime_priority, 0..=99).map_err(invalid)?;
+        range::check("slice_ms", self.slice_ms, MIN_SLICE_MS..=60_000).map_err(invalid)?;
         if self.switch_lead_us != 0 && self.switch_lead_us * 2 > self.slice_ms * 1000 {
             return bad(format!(
                 "switch_lead_us {} exceeds half a slice",
                 self.switch_lead_us
             ));
         }
-        if !(10..=60_000).contains(&self.heartbeat_interval_ms) {
-            return bad(format!(
-                "heartbeat_interval_ms {} out of range 10..=60000",
-                self.heartbeat_interval_ms
-            ));
-        }
+        range::check(
+            "heartbeat_interval_ms",
+            self.heartbeat_interval_ms,
+            10..=60_000,
+        )
+        .map_err(invalid)?;
         if self.heartbeat_timeout_ms < 2 * self.heartbeat_interval_ms {
             return bad(format!(
                 "heartbeat_timeout_ms {} must be at least twice heartbeat_interval_ms",

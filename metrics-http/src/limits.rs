@@ -1,6 +1,7 @@
 //! What the metrics endpoint lets clients hold: a table of a daemon's config.
 use std::time::Duration;
 
+use cosched_proto::range;
 use serde::{Deserialize, Serialize};
 
 /// Caps and time-outs of the metrics endpoint. Each connection holds a file
@@ -42,18 +43,7 @@ impl HttpLimits {
 
     /// Checks the ranges; the message names the key.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1..=4096).contains(&self.max_connections) {
-            return Err(format!(
-                "max_connections {} out of range 1..=4096",
-                self.max_connections
-            ));
-        }
-        if !(100..=600_000).contains(&self.idle_timeout_ms) {
-            return Err(format!(
-                "idle_timeout_ms {} out of range 100..=600000",
-                self.idle_timeout_ms
-            ));
-        }
-        Ok(())
+        range::check("max_connections", self.max_connections, 1..=4096)?;
+        range::check("idle_timeout_ms", self.idle_timeout_ms, 100..=600_000)
     }
 }

@@ -7,5 +7,6 @@
 pub mod control;
 pub mod job;
 pub mod jsonl;
+pub mod range;
 pub mod strict;
 pub mod wire;

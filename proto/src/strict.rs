@@ -59,6 +59,25 @@ fn unknown_key(input: &Value, known: &Value) -> Option<String> {
     }
 }
 
+/// Test support for protocols built this way: every value round-trips
+/// through JSON, and the same value with an extra key is refused naming it.
+/// Panics (with the value) otherwise.
+pub fn assert_round_trip_refusing_unknown_fields<T>(values: impl IntoIterator<Item = T>)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    for value in values {
+        let mut json = serde_json::to_value(&value).unwrap();
+        assert_eq!(serde_json::from_value::<T>(json.clone()).unwrap(), value);
+        json["verbose"] = true.into();
+        let error = serde_json::from_value::<T>(json).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown field `verbose`"),
+            "{value:?}: {error}"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -76,25 +95,6 @@ mod tests {
         assert_eq!(
             unknown_key(&json!({"op": "adopt", "x": 1}), &known).as_deref(),
             Some("x")
-        );
-    }
-}
-
-/// Test support for protocols built this way: every value round-trips
-/// through JSON, and the same value with an extra key is refused naming it.
-/// Panics (with the value) otherwise.
-pub fn assert_round_trip_refusing_unknown_fields<T>(values: impl IntoIterator<Item = T>)
-where
-    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
-{
-    for value in values {
-        let mut json = serde_json::to_value(&value).unwrap();
-        assert_eq!(serde_json::from_value::<T>(json.clone()).unwrap(), value);
-        json["verbose"] = true.into();
-        let error = serde_json::from_value::<T>(json).unwrap_err();
-        assert!(
-            error.to_string().contains("unknown field `verbose`"),
-            "{value:?}: {error}"
         );
     }
 }

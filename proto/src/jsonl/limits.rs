@@ -3,6 +3,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::range;
+
 /// Caps and time-outs of a line server. Every connection holds a file
 /// descriptor and a line buffer, so both are bounded, and a client that
 /// stops talking gives its slot back.
@@ -51,25 +53,9 @@ impl LineLimits {
 
     /// Checks the ranges; the message names the key.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1..=4096).contains(&self.max_connections) {
-            return Err(format!(
-                "max_connections {} out of range 1..=4096",
-                self.max_connections
-            ));
-        }
-        if !(1024..=(64 << 20)).contains(&self.max_line_bytes) {
-            return Err(format!(
-                "max_line_bytes {} out of range 1024..=67108864",
-                self.max_line_bytes
-            ));
-        }
-        if !(100..=3_600_000).contains(&self.idle_timeout_ms) {
-            return Err(format!(
-                "idle_timeout_ms {} out of range 100..=3600000",
-                self.idle_timeout_ms
-            ));
-        }
-        Ok(())
+        range::check("max_connections", self.max_connections, 1..=4096)?;
+        range::check("max_line_bytes", self.max_line_bytes, 1024..=(64 << 20))?;
+        range::check("idle_timeout_ms", self.idle_timeout_ms, 100..=3_600_000)
     }
 }
 
