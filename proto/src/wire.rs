@@ -85,7 +85,7 @@ pub mod programs;
 pub mod slices;
 
 pub use channel::{Opener, Sealer};
-pub use clock::ClockSample;
+pub use clock::{ClockSample, monotonic_ns};
 pub use decoder::{FrameDecoder, Frames, decode_frame};
 pub use error::{RejectReason, WireError};
 pub use frame::RawFrame;

@@ -33,16 +33,8 @@ use crate::{
     restore::RestoreLedger,
 };
 
-/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns`.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid timespec pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// CLOCK_MONOTONIC in ns (the wire's and the eBPF programs' clock).
+pub use cosched_proto::wire::monotonic_ns;
 
 /// CPU time (user + system) of the agent process, seconds.
 pub fn own_cpu_seconds() -> f64 {

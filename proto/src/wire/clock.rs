@@ -1,6 +1,19 @@
 //! Clock offset from a heartbeat exchange (the four-timestamp method: t1 and
 //! t4 on the sender's clock, t2 and t3 on the replier's).
 
+/// CLOCK_MONOTONIC in ns: the clock slice instants on the wire are expressed
+/// in, the same on the coordinator and every agent (and the eBPF programs'
+/// `bpf_ktime_get_ns`).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 use super::node::HeartbeatReply;
 
 /// One offset measurement.
