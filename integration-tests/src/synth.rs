@@ -7,6 +7,22 @@ use cosched_proto::{control::JobInfo, job::JobSpec};
 use crate::agent::TestAgent;
 
 /// One spec per rank; rank r listens on `addrs[r]:port`.
+/// The fine-grain job of `bench local`: a ring over `proto` (`udp` or
+/// `tcp`), spinning receives, 20 µs of computation per iteration, for
+/// `seconds`.
+pub fn fine_spin<'a>(proto: &'a str, seconds: &'a str) -> [&'a str; 8] {
+    [
+        "--proto",
+        proto,
+        "--recv",
+        "spin",
+        "--compute-us",
+        "20",
+        "--duration",
+        seconds,
+    ]
+}
+
 pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) -> Vec<JobSpec> {
     let peers: Vec<String> = addrs.iter().map(|a| format!("{a}:{port}")).collect();
     (0..addrs.len())

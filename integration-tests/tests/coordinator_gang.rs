@@ -7,6 +7,7 @@ use std::time::Duration;
 use cosched_integration_tests::{
     coord::{CoordOpts, TestCluster, exclusive, state, wait_until},
     require_root,
+    synth::fine_spin,
 };
 
 /// CPU seconds of `job` on an agent inside / outside its slots.
@@ -36,16 +37,7 @@ fn each_job_runs_only_in_its_own_slots_and_nodes_switch_together() {
     // cross the autogroups the launched jobs' sessions get).
     let cluster = TestCluster::start(64, opts, "stop_inactive = true");
     let coordinator = &cluster.coordinator;
-    let args = [
-        "--proto",
-        "udp",
-        "--recv",
-        "spin",
-        "--compute-us",
-        "20",
-        "--duration",
-        "3",
-    ];
+    let args = fine_spin("udp", "3");
     let a = coordinator.submit_synth("a", 2, &args);
     let b = coordinator.submit_synth("b", 2, &args);
     wait_until("gang mode on both agents", Duration::from_secs(5), || {

@@ -13,7 +13,7 @@ use cosched_integration_tests::{
     netns::NodePair,
     proc::{Sched, sched_of, state_of},
     require_root,
-    synth::RunningJob,
+    synth::{RunningJob, fine_spin},
 };
 use cosched_proto::control::{JobInfo, JobStats, Reply, Request};
 
@@ -99,21 +99,6 @@ fn holds_throughout(window: Duration, mut probe: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// UDP ring, spinning receives, 20 µs of computation per iteration: the
-/// fine-grain job of `bench local`.
-fn fine_spin(seconds: &str) -> [&str; 8] {
-    [
-        "--proto",
-        "udp",
-        "--recv",
-        "spin",
-        "--compute-us",
-        "20",
-        "--duration",
-        seconds,
-    ]
-}
-
 /// The boost priority the DCS test configures (not the default 10, so a
 /// boost seen is the configured one).
 const DCS_BOOST_PRIO: i32 = 12;
@@ -127,8 +112,8 @@ fn dcs_boosts_a_preempted_spinner_to_fifo_and_restores_it_when_the_agent_stops()
     // Two fine-grain spinning jobs share each node's one CPU: a rank is
     // often preempted (by the other job's rank) while it spins for its
     // peer's message, the case DCS boosts.
-    let job = cluster.launch(1, &fine_spin("20"));
-    let competitor = cluster.launch(2, &fine_spin("20"));
+    let job = cluster.launch(1, &fine_spin("udp", "20"));
+    let competitor = cluster.launch(2, &fine_spin("udp", "20"));
 
     let boosted = watch(Duration::from_secs(10), || {
         job.threads().into_iter().find_map(|tid| {
@@ -296,7 +281,7 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
         BlockBy::Stop => 53,
     };
     let mut cluster = Cluster::start(subnet, [&sb, ""]);
-    let job = cluster.launch(1, &fine_spin("30"));
+    let job = cluster.launch(1, &fine_spin("udp", "30"));
     let (rank0, rank1) = (job.pids[0], job.pids[1]);
     let sb_agent = &cluster.agents[0];
     let running = eventually(Duration::from_secs(10), || {

@@ -22,6 +22,7 @@ use cosched_integration_tests::{
         threads_of,
     },
     require_root,
+    synth::fine_spin,
 };
 use cosched_proto::{
     control::{Reply, Request},
@@ -300,26 +301,20 @@ fn sigkill_while_dcs_boosts_is_undone_within_100ms_every_time() {
         .map(|rank| {
             Pinned::start(
                 cpu,
-                Command::new(bin("cosched-synth")).args([
-                    "--rank",
-                    &rank.to_string(),
-                    "--size",
-                    "2",
-                    "--peers",
-                    &peers,
-                    "--job",
-                    "held",
-                    "--proto",
-                    "udp",
-                    "--recv",
-                    "spin",
-                    "--compute-us",
-                    "20",
-                    "--duration",
-                    "600",
-                    "--timeout",
-                    "600",
-                ]),
+                Command::new(bin("cosched-synth"))
+                    .args([
+                        "--rank",
+                        &rank.to_string(),
+                        "--size",
+                        "2",
+                        "--peers",
+                        &peers,
+                        "--job",
+                        "held",
+                        "--timeout",
+                        "600",
+                    ])
+                    .args(fine_spin("udp", "600")),
             )
         })
         .collect();

@@ -6,7 +6,7 @@ use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
     netns::NodePair,
     require_root,
-    synth::{num, result, specs},
+    synth::{fine_spin, num, result, specs},
 };
 use cosched_proto::control::JobInfo;
 
@@ -85,20 +85,7 @@ fn assert_observed_within_1pct(ranks: &[(JobInfo, serde_json::Value)]) {
 fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
     require_root();
     let c = cluster(41, true);
-    let ranks = run_job(
-        &c,
-        1,
-        &[
-            "--proto",
-            "udp",
-            "--recv",
-            "spin",
-            "--compute-us",
-            "20",
-            "--duration",
-            "1.5",
-        ],
-    );
+    let ranks = run_job(&c, 1, &fine_spin("udp", "1.5"));
     assert_observed_within_1pct(&ranks);
     for (info, r) in &ranks {
         assert!(
@@ -125,20 +112,7 @@ fn udp_spinning_job_is_observed_within_one_percent_and_shows_spin_time() {
 fn tcp_spinning_job_is_observed_within_one_percent() {
     require_root();
     let c = cluster(42, false);
-    let ranks = run_job(
-        &c,
-        2,
-        &[
-            "--proto",
-            "tcp",
-            "--recv",
-            "spin",
-            "--compute-us",
-            "20",
-            "--duration",
-            "1.5",
-        ],
-    );
+    let ranks = run_job(&c, 2, &fine_spin("tcp", "1.5"));
     assert_observed_within_1pct(&ranks);
 }
 
