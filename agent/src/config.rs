@@ -84,6 +84,9 @@ pub struct Config {
     pub finished_retention: u32,
     #[serde(default)]
     pub ebpf: EbpfConfig,
+    /// How waiting is recognised (`[detect]`). Switchable by reload.
+    #[serde(default)]
+    pub detect: DetectConfig,
     /// Caps and time-outs of the control socket and the metrics endpoint
     /// (`[limits.control]`, `[limits.metrics]`). Cannot change at run time.
     #[serde(default)]
@@ -114,6 +117,32 @@ impl Default for EbpfConfig {
             wake_batch_bytes: 0,
         }
     }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectConfig {
+    /// The spin gap, µs (1..=100000): a task is waiting from an empty wait
+    /// (an empty receive, an empty poll, a yield) until it receives, sends,
+    /// blocks, or has been on CPU this long since its last empty wait (it
+    /// computes). It must exceed the period of a real wait loop, or a
+    /// spinner looks like it stops waiting between two polls, and stay far
+    /// below the computation between waits. The default and the
+    /// measurements behind it are in docs/waiting.md.
+    #[serde(default = "default_spin_gap_us")]
+    pub spin_gap_us: u64,
+}
+
+impl Default for DetectConfig {
+    fn default() -> Self {
+        Self {
+            spin_gap_us: default_spin_gap_us(),
+        }
+    }
+}
+
+fn default_spin_gap_us() -> u64 {
+    cosched_agent_common::DEFAULT_SPIN_GAP_NS / 1000
 }
 
 fn default_agent_priority() -> u32 {
@@ -223,6 +252,12 @@ impl Config {
             return bad(format!(
                 "ebpf.poll_interval_ms {} out of range 1..=10000",
                 self.ebpf.poll_interval_ms
+            ));
+        }
+        if !(1..=100_000).contains(&self.detect.spin_gap_us) {
+            return bad(format!(
+                "detect.spin_gap_us {} out of range 1..=100000",
+                self.detect.spin_gap_us
             ));
         }
         if self.max_jobs == 0 {

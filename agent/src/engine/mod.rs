@@ -94,6 +94,8 @@ pub struct Engine<K: Kernel> {
     cpu_groups: Option<CpuGroups>,
     /// Processes adoption refuses besides the ones it recognises.
     protected: Protected,
+    /// The eBPF side's waiting detectors, as loaded.
+    wait_detectors: Vec<crate::kernel::WaitDetectorState>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -106,6 +108,8 @@ impl<K: Kernel> Engine<K> {
     ) -> Self {
         let metrics = Metrics::new();
         metrics.config_ok.set(1);
+        let wait_detectors = k.wait_detectors();
+        metrics.set_wait_detectors(&wait_detectors);
         let cpu_groups = cfg.demote_cpu_cgroup.as_deref().map(CpuGroups::under);
         ledger.set_cpu_groups(cpu_groups.clone());
         let policy = cfg.local_policy();
@@ -132,6 +136,7 @@ impl<K: Kernel> Engine<K> {
             last_reload: None,
             events: Vec::new(),
             protected,
+            wait_detectors,
         };
         engine.apply_wake_settings();
         engine.update_own_priority();
