@@ -41,7 +41,11 @@ fn check(wait: &str, proto: &str) {
         assert_eq!(r.iterations, ITERATIONS, "{who}");
         assert_eq!(r.data_messages_sent, ITERATIONS, "{who}");
         assert_eq!(r.data_messages_received, ITERATIONS, "{who}");
-        assert_eq!((r.rejected_messages, r.unexpected_messages), (0, 0), "{who}");
+        assert_eq!(
+            (r.rejected_messages, r.unexpected_messages),
+            (0, 0),
+            "{who}"
+        );
         if wait != "yield" {
             assert!(r.empty_polls > 0, "{who}: never found its socket empty");
         }

@@ -131,6 +131,11 @@ struct LocalArgs {
     /// Workloads, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_enum)]
     workloads: Vec<Workload>,
+    /// How the spinning jobs wait (cosched-synth --wait): recv (non-blocking
+    /// receives, the default), poll (OpenMPI 4), epoll (OpenMPI 5, UCX),
+    /// yield (MPICH).
+    #[arg(long, value_enum)]
+    wait: Option<local::SpinWait>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -145,6 +150,7 @@ impl LocalArgs {
             duration_s: self.duration,
             policies: or_default(self.policies, defaults.policies),
             workloads: or_default(self.workloads, defaults.workloads),
+            wait: self.wait,
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
