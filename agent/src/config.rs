@@ -403,6 +403,26 @@ mod tests {
     }
 
     #[test]
+    fn spin_gap_has_a_default_a_range_and_can_change_by_reload() {
+        let c = Config::parse("node = \"n0\"", "t").unwrap();
+        assert_eq!(
+            c.detect.spin_gap_us * 1000,
+            cosched_agent_common::DEFAULT_SPIN_GAP_NS
+        );
+        let set = Config::parse("node = \"n0\"\n[detect]\nspin_gap_us = 50", "t").unwrap();
+        assert_eq!(set.detect.spin_gap_us, 50);
+        assert!(c.check_reload(&set).is_ok());
+        for bad in ["0", "100001"] {
+            let e = Config::parse(
+                &format!("node = \"n0\"\n[detect]\nspin_gap_us = {bad}"),
+                "t",
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("detect.spin_gap_us"), "{e}");
+        }
+    }
+
+    #[test]
     fn missing_node_is_rejected() {
         assert!(Config::parse("policy = \"local\"", "t").is_err());
     }

@@ -343,6 +343,8 @@ impl PolicyDriver {
 
 #[cfg(test)]
 mod tests {
+    use cosched_policy::local::Level;
+
     use super::*;
 
     /// A spin gap for the tests, ns.
@@ -507,6 +509,91 @@ mod tests {
         d.tick(now + 10 * ms, &[(7, asleep)], &[]);
         d.tick(now + 20 * ms, &[(7, ran)], &[]);
         assert_eq!(d.tick_ns(), 10 * ms, "a task that ran ends it too");
+    }
+
+    /// A task on CPU since `run_start` whose last empty wait (and episode
+    /// start) was at `wait`.
+    fn waited_at(run_start: u64, wait: u64) -> TaskStats {
+        TaskStats {
+            on_cpu: 1,
+            run_start_ns: run_start,
+            switches_in: 1,
+            last_run_start_ns: run_start,
+            spin_episode_start_ns: wait,
+            spin_last_ns: wait,
+            empty_polls: 1,
+            ..stats()
+        }
+    }
+
+    /// Runs SB (500 µs threshold) over one task for 5 ms of 100 µs ticks;
+    /// `at(now)` gives its counters. Returns the levels SB asked for.
+    fn spin_block_levels(gap_ns: u64, at: impl Fn(u64) -> TaskStats) -> Vec<Level> {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 100).unwrap();
+        d.set_spin_gap(gap_ns);
+        d.task_added(7, 1, 0);
+        let mut levels = Vec::new();
+        for step in 1..=50 {
+            let now = 1_000_000 + step * 100_000;
+            d.tick(now, &[(7, at(now))], &[(0, 7)]);
+            levels.extend(d.take_actions().into_iter().map(|a| match a {
+                Action::SetLevel { level, .. } => level,
+            }));
+        }
+        levels
+    }
+
+    #[test]
+    fn a_task_that_polled_once_and_then_computes_is_not_blocked_by_spin_block() {
+        // One empty poll at 1 ms, then computation on its CPU.
+        let polled_once = |_| waited_at(900_000, 1_000_000);
+        assert_eq!(spin_block_levels(GAP, polled_once), vec![]);
+        // Control: were the gap longer than its computation, the one poll
+        // would look like a wait that never ends, and SB would block it.
+        assert!(
+            spin_block_levels(100_000_000, polled_once).contains(&Level::Demote),
+            "with a gap longer than the computation SB blocks"
+        );
+    }
+
+    #[test]
+    fn a_task_that_keeps_polling_is_blocked_by_spin_block() {
+        // Polls every 10 µs from 1 ms on: one long wait, past SB's threshold.
+        let polling = |now: u64| TaskStats {
+            spin_last_ns: now - 10_000,
+            empty_polls: (now - 1_000_000) / 10_000,
+            ..waited_at(900_000, 1_000_000)
+        };
+        assert!(spin_block_levels(GAP, polling).contains(&Level::Demote));
+    }
+
+    #[test]
+    fn a_spinner_preempted_for_long_is_still_waiting_when_read() {
+        // Preempted 1 µs after its last poll, off CPU for 50 ms since.
+        let preempted = TaskStats {
+            on_cpu: 0,
+            run_start_ns: 0,
+            spin_last_ns: 0,
+            gap_oncpu_ns: 1_000,
+            last_out_preempted: 1,
+            ..waited_at(900_000, 1_000_000)
+        };
+        let snap = task_snapshot(7, &preempted, 51_000_000, GAP);
+        assert_eq!(snap.spinning_since, Some(1_000_000));
+        assert!(snap.preempted);
+    }
+
+    #[test]
+    fn a_new_wait_after_computing_is_reported_as_a_new_spin_start() {
+        let first = waited_at(0, 1_000);
+        let later = 1_000 + GAP + 1;
+        assert_eq!(spinning_since(&first, later, GAP), None, "computing");
+        let again = waited_at(0, 5_000_000);
+        let ev = derived_events(7, Some(&first), &again, 5_000_010, GAP);
+        assert!(
+            matches!(ev[..], [Event::SpinStarted { at: 5_000_000, .. }]),
+            "{ev:?}"
+        );
     }
 
     #[test]
