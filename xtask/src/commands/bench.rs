@@ -241,6 +241,18 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 r.added_ns_managed,
                 r.kernel_sched_switch_ns_per_run
             );
+            println!("median ns per system call (waiting detectors; getppid is watched by none):");
+            for c in &r.syscalls {
+                println!(
+                    "  {:<14} baseline {:.0}, programs attached {:.0} (+{:.0}), task managed {:.0} (+{:.0})",
+                    c.call.as_str(),
+                    c.baseline_ns,
+                    c.attached_ns,
+                    c.added_ns_attached,
+                    c.managed_ns,
+                    c.added_ns_managed
+                );
+            }
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&r)?)
                     .with_context(|| format!("writing {}", path.display()))?;
