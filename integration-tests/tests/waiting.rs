@@ -83,9 +83,13 @@ fn counted_waiting(wait: &str, kind: &str, subnet: u8) {
         cluster.logs()
     );
     if kind == "poll" {
-        // It reads only what poll said is there: without the poll
-        // detectors nothing would show this job waiting.
-        assert_eq!(totals.empty_receives, 0, "{totals:?}");
+        // It reads only what poll said is there: its waits are seen by the
+        // poll detectors, not as empty receives (a few of which come from
+        // the start handshake's blocking receive timing out).
+        assert!(
+            totals.empty_polls > 10 * totals.empty_receives,
+            "{totals:?}"
+        );
     }
     let metric = |agent: &TestAgent| {
         agent.metric(
