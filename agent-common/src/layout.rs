@@ -48,7 +48,16 @@ pub const DATA_READY_SK: Field = field("sock", "sk_data_ready", "skaddr", 8, 8);
 pub const SOCK_STATE_SK: Field = field("sock", "inet_sock_set_state", "skaddr", 8, 8);
 pub const SOCK_STATE_NEWSTATE: Field = field("sock", "inet_sock_set_state", "newstate", 20, 4);
 
-/// Every field read by the programs, for the agent's start-up check.
+/// `ret` of a `syscalls/sys_exit_*` record (the same place in every one).
+pub const SYS_EXIT_RET: Field = sys_exit_ret("sys_exit_*");
+
+/// The `ret` field of one `syscalls/<event>` exit tracepoint, for the check
+/// of an optional waiting detector (see `names::WAIT_DETECTORS`).
+pub const fn sys_exit_ret(event: &'static str) -> Field {
+    field("syscalls", event, "ret", 16, 8)
+}
+
+/// Every field read by the mandatory programs, for the agent's start-up check.
 pub const ALL: [Field; 14] = [
     SCHED_SWITCH_PREV_PID,
     SCHED_SWITCH_PREV_STATE,

@@ -5,7 +5,10 @@
 //! userspace-side view of a map value or ring-buffer record are byte-identical.
 #![no_std]
 
+pub mod episode;
 pub mod layout;
+
+pub use episode::{in_spin_episode, oncpu_since_wait};
 
 /// Maximum number of CPUs the per-CPU "who runs" array covers.
 pub const MAX_CPUS: u32 = 256;
@@ -44,6 +47,136 @@ pub mod names {
         (PROG_DATA_READY, "sock", "sk_data_ready"),
         (PROG_SOCK_STATE, "sock", "inet_sock_set_state"),
     ];
+
+    pub const PROG_POLL_ENTER: &str = "poll_enter";
+    pub const PROG_POLL_EXIT: &str = "poll_exit";
+    pub const PROG_PPOLL_ENTER: &str = "ppoll_enter";
+    pub const PROG_PPOLL_EXIT: &str = "ppoll_exit";
+    pub const PROG_SELECT_ENTER: &str = "select_enter";
+    pub const PROG_SELECT_EXIT: &str = "select_exit";
+    pub const PROG_PSELECT6_ENTER: &str = "pselect6_enter";
+    pub const PROG_PSELECT6_EXIT: &str = "pselect6_exit";
+    pub const PROG_EPOLL_WAIT_ENTER: &str = "epoll_wait_enter";
+    pub const PROG_EPOLL_WAIT_EXIT: &str = "epoll_wait_exit";
+    pub const PROG_EPOLL_PWAIT_ENTER: &str = "epoll_pwait_enter";
+    pub const PROG_EPOLL_PWAIT_EXIT: &str = "epoll_pwait_exit";
+    pub const PROG_EPOLL_PWAIT2_ENTER: &str = "epoll_pwait2_enter";
+    pub const PROG_EPOLL_PWAIT2_EXIT: &str = "epoll_pwait2_exit";
+    pub const PROG_SCHED_YIELD: &str = "sched_yield_enter";
+
+    /// The optional waiting detectors, one per system call: attached when
+    /// the running kernel has its `syscalls` tracepoints (with the expected
+    /// record layout), skipped otherwise.
+    pub const WAIT_DETECTORS: [super::WaitDetector; 8] = {
+        use super::{WaitDetector as D, WaitKind as K};
+        [
+            D::poll(
+                "poll",
+                PROG_POLL_ENTER,
+                PROG_POLL_EXIT,
+                ["sys_enter_poll", "sys_exit_poll"],
+            ),
+            D::poll(
+                "ppoll",
+                PROG_PPOLL_ENTER,
+                PROG_PPOLL_EXIT,
+                ["sys_enter_ppoll", "sys_exit_ppoll"],
+            ),
+            D::poll(
+                "select",
+                PROG_SELECT_ENTER,
+                PROG_SELECT_EXIT,
+                ["sys_enter_select", "sys_exit_select"],
+            ),
+            D::poll(
+                "pselect6",
+                PROG_PSELECT6_ENTER,
+                PROG_PSELECT6_EXIT,
+                ["sys_enter_pselect6", "sys_exit_pselect6"],
+            ),
+            D::poll(
+                "epoll_wait",
+                PROG_EPOLL_WAIT_ENTER,
+                PROG_EPOLL_WAIT_EXIT,
+                ["sys_enter_epoll_wait", "sys_exit_epoll_wait"],
+            ),
+            D::poll(
+                "epoll_pwait",
+                PROG_EPOLL_PWAIT_ENTER,
+                PROG_EPOLL_PWAIT_EXIT,
+                ["sys_enter_epoll_pwait", "sys_exit_epoll_pwait"],
+            ),
+            D::poll(
+                "epoll_pwait2",
+                PROG_EPOLL_PWAIT2_ENTER,
+                PROG_EPOLL_PWAIT2_EXIT,
+                ["sys_enter_epoll_pwait2", "sys_exit_epoll_pwait2"],
+            ),
+            D {
+                syscall: "sched_yield",
+                kind: K::Yield,
+                enter_prog: PROG_SCHED_YIELD,
+                enter_event: "sys_enter_sched_yield",
+                exit_prog: None,
+                exit_event: None,
+            },
+        ]
+    };
+}
+
+/// How a wait iteration shows up (the `kind` label of the wait counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitKind {
+    /// A non-blocking socket receive that returned -EAGAIN.
+    Recv,
+    /// A poll-family call that returned 0 ready descriptors without blocking.
+    Poll,
+    /// A `sched_yield` call.
+    Yield,
+}
+
+impl WaitKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Recv => "recv",
+            WaitKind::Poll => "poll",
+            WaitKind::Yield => "yield",
+        }
+    }
+}
+
+/// One optional waiting detector: the programs on a system call's
+/// `syscalls/sys_enter_<syscall>` (and `sys_exit_<syscall>`) tracepoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitDetector {
+    pub syscall: &'static str,
+    pub kind: WaitKind,
+    /// Program on `syscalls/<enter_event>`.
+    pub enter_prog: &'static str,
+    /// `sys_enter_<syscall>`.
+    pub enter_event: &'static str,
+    /// Program on the exit tracepoint, if the detector needs the result.
+    pub exit_prog: Option<&'static str>,
+    /// `sys_exit_<syscall>`, whose `ret` field the exit program reads.
+    pub exit_event: Option<&'static str>,
+}
+
+impl WaitDetector {
+    const fn poll(
+        syscall: &'static str,
+        enter_prog: &'static str,
+        exit_prog: &'static str,
+        [enter_event, exit_event]: [&'static str; 2],
+    ) -> Self {
+        WaitDetector {
+            syscall,
+            kind: WaitKind::Poll,
+            enter_prog,
+            enter_event,
+            exit_prog: Some(exit_prog),
+            exit_event: Some(exit_event),
+        }
+    }
 }
 
 /// Per-task (thread) state, the value of the `TASKS` map keyed by tid.
@@ -86,16 +219,19 @@ pub struct TaskStats {
     /// Time of the most recent receive that returned data. A message is
     /// pending while `last_arrival_ns > last_recv_ok_ns`.
     pub last_recv_ok_ns: u64,
-    /// Receives that found nothing (-EAGAIN / -EWOULDBLOCK): the spin signal.
+    /// Receives that found nothing (-EAGAIN / -EWOULDBLOCK): an empty wait.
     pub recv_empty: u64,
-    /// Time spent spinning: between consecutive empty receives, and from the
-    /// last empty receive to the receive that found data or to switch-out.
+    /// On-CPU time of spin episodes: from an empty wait to the next one, to
+    /// the end of the episode (data, a send, blocking) or to a preemption,
+    /// as long as the stretch stays within the spin gap (see
+    /// [`Settings::spin_gap_ns`]); time computed past the gap is not spin.
     pub spin_ns: u64,
-    /// Time of the latest empty receive while on CPU, 0 if not spinning or
-    /// preempted mid-episode (the spin clock only runs on CPU).
+    /// Time of the latest empty wait while on CPU, 0 if not spinning or
+    /// preempted since (the spin clock only runs on CPU).
     pub spin_last_ns: u64,
-    /// Start of the current spin episode (first empty receive), 0 if not
-    /// waiting. Kept across preemptions; ended by data or by blocking.
+    /// Start of the current spin episode (first empty wait), 0 if not
+    /// waiting. Kept across preemptions; ended by data, a send, blocking, or
+    /// more than the spin gap of on-CPU time since the last empty wait.
     pub spin_episode_start_ns: u64,
     /// Bytes received by successful receives.
     pub bytes_received: u64,
@@ -110,8 +246,24 @@ pub struct TaskStats {
     pub _pad: u32,
     /// Time the task exited (sched_process_exit), 0 while alive.
     pub exited_ns: u64,
+    /// Poll-family calls (poll, ppoll, select, pselect6, epoll_wait,
+    /// epoll_pwait, epoll_pwait2) that returned 0 ready descriptors without
+    /// blocking inside the call: an empty wait.
+    pub empty_polls: u64,
+    /// `sched_yield` calls: each one is a wait iteration (MPICH's wait loop).
+    pub yields: u64,
+    /// Spin episodes started.
+    pub spin_episodes: u64,
+    /// On-CPU time since the latest empty wait, from runs that ended since
+    /// (add the current run's part while on CPU). Checked against the spin
+    /// gap: a task that computes past it after a wait is no longer waiting.
+    pub gap_oncpu_ns: u64,
+    /// `switches_out_voluntary + 1` at the entry of the poll-family call the
+    /// task is in, 0 outside one: the exit tells "returned at once" from
+    /// "blocked, then timed out" by whether the count moved.
+    pub wait_enter_voluntary: u64,
 }
-const _: () = assert!(core::mem::size_of::<TaskStats>() == 168);
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 208);
 
 /// Who runs on a CPU: the value of the `CPU_CURRENT` array, indexed by CPU.
 #[repr(C)]
@@ -208,8 +360,17 @@ pub struct Settings {
     /// Records that need no immediate decision (forks, exits) wake the agent
     /// only once this many bytes are queued (0: a quarter of the ring).
     pub wake_batch_bytes: u32,
+    /// The spin gap, ns: a spin episode ends when the task has been on CPU
+    /// this long since its last empty wait (it computes, it no longer
+    /// waits). 0: [`DEFAULT_SPIN_GAP_NS`].
+    pub spin_gap_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<Settings>() == 8);
+const _: () = assert!(core::mem::size_of::<Settings>() == 16);
+
+/// The spin gap used while the agent has not written one (see
+/// [`Settings::spin_gap_ns`]; the agent's `[detect] spin_gap_us` documents
+/// how it was chosen).
+pub const DEFAULT_SPIN_GAP_NS: u64 = 200_000;
 
 /// Values of [`Settings::wake_on_offcpu_arrival`].
 pub mod offcpu_arrival {

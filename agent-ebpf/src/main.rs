@@ -8,6 +8,8 @@
 
 #[cfg(target_arch = "bpf")]
 mod probes;
+#[cfg(target_arch = "bpf")]
+mod waits;
 
 #[cfg(not(target_arch = "bpf"))]
 fn main() {}

@@ -18,8 +18,8 @@ use aya_ebpf::{
     programs::TracePointContext,
 };
 use cosched_agent_common::{
-    CpuSlot, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS, Settings, SockOwner,
-    TaskStats, event_flags, event_kind,
+    CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS,
+    Settings, SockOwner, TaskStats, episode, event_flags, event_kind, in_spin_episode,
     layout::{self, Field},
     offcpu_arrival, watch_flags,
 };
@@ -49,14 +49,14 @@ static DROPS: PerCpuArray<Drops> = PerCpuArray::with_max_entries(1, 0);
 /// Reads a tracepoint field straight from the trace record (a verified ctx
 /// load, cheaper than a probe-read helper call).
 #[inline(always)]
-fn field<T: Copy>(ctx: &TracePointContext, f: Field) -> T {
+pub(crate) fn field<T: Copy>(ctx: &TracePointContext, f: Field) -> T {
     // SAFETY: `layout` offsets are checked against the running kernel's format
     // files by the agent before it attaches; the verifier bounds-checks the load.
     unsafe { core::ptr::read_unaligned(ctx.as_ptr().cast::<u8>().add(f.offset).cast::<T>()) }
 }
 
 #[inline(always)]
-fn current_tid() -> u32 {
+pub(crate) fn current_tid() -> u32 {
     bpf_get_current_pid_tgid() as u32
 }
 
@@ -66,7 +66,7 @@ fn current_tgid() -> u32 {
 }
 
 #[inline(always)]
-fn task(tid: u32) -> Option<&'static mut TaskStats> {
+pub(crate) fn task(tid: u32) -> Option<&'static mut TaskStats> {
     if tid == 0 {
         return None;
     }
@@ -92,22 +92,38 @@ fn settings() -> Settings {
     SETTINGS.get(0).copied().unwrap_or_default()
 }
 
-/// Credits the spin time since the last empty receive and stops the clock
-/// (the task left the CPU: time off CPU is not spinning).
+/// The spin gap in force (see `Settings::spin_gap_ns`).
 #[inline(always)]
-fn pause_spin(t: &mut TaskStats, now: u64) {
-    if t.spin_last_ns != 0 {
-        t.spin_ns += now.saturating_sub(t.spin_last_ns);
-        t.spin_last_ns = 0;
+pub(crate) fn spin_gap() -> u64 {
+    match settings().spin_gap_ns {
+        0 => DEFAULT_SPIN_GAP_NS,
+        n => n,
     }
 }
 
-/// Ends the current spin episode of `t` at `now` (data arrived, or the task
-/// blocked).
+/// Ends the current spin episode of `t` at `now` (see `episode::end`).
 #[inline(always)]
-fn end_spin(t: &mut TaskStats, now: u64) {
-    pause_spin(t, now);
-    t.spin_episode_start_ns = 0;
+pub(crate) fn end_spin(t: &mut TaskStats, now: u64, gap: u64) {
+    episode::end(t, now, gap);
+}
+
+/// One empty wait of `tid` at `now` (an empty receive, an empty poll, a
+/// yield; see `episode::empty_wait`). A new episode is reported to the
+/// agent when it asked for this task's spin starts; `arg` goes with the
+/// report (the socket of an empty receive, else 0).
+#[inline(always)]
+pub(crate) fn empty_wait(t: &mut TaskStats, tid: u32, now: u64, arg: u64) {
+    if episode::empty_wait(t, now, spin_gap()) && watched(tid, watch_flags::SPIN_START) {
+        let ev = Event {
+            kind: event_kind::SPIN_START,
+            tid,
+            job_id: t.job_id,
+            flags: event_flags::TASK_ON_CPU | event_flags::TASK_SPINNING,
+            ts_ns: now,
+            arg,
+        };
+        emit(&ev, true);
+    }
 }
 
 #[inline(always)]
@@ -167,25 +183,26 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let cpu = unsafe { bpf_get_smp_processor_id() };
 
     if let Some(t) = task(prev as u32) {
-        if t.run_start_ns != 0 {
-            t.oncpu_ns += now.saturating_sub(t.run_start_ns);
-        }
-        t.run_start_ns = 0;
-        t.on_cpu = 0;
-        t.last_switch_out_ns = now;
+        // Episode rules first: they read the run that ends here.
+        let gap = spin_gap();
         // Still runnable at switch-out = preempted. With PREEMPT_NONE a task
         // preempted on return to user space reports TASK_RUNNING (0), not the
         // TASK_REPORT_MAX bit that in-kernel preemption reports.
         if prev_state == 0 || prev_state & layout::PREV_STATE_PREEMPTED != 0 {
             t.switches_out_preempted += 1;
             t.last_out_preempted = 1;
-            // A preempted spinner resumes spinning: the episode goes on.
-            pause_spin(t, now);
+            episode::preempted(t, now, gap);
         } else {
             t.switches_out_voluntary += 1;
             t.last_out_preempted = 0;
-            end_spin(t, now);
+            end_spin(t, now, gap);
         }
+        if t.run_start_ns != 0 {
+            t.oncpu_ns += now.saturating_sub(t.run_start_ns);
+        }
+        t.run_start_ns = 0;
+        t.on_cpu = 0;
+        t.last_switch_out_ns = now;
         // The tracepoint runs in prev's context: fill in the thread group of
         // tasks added by fork, whose tgid the fork record does not carry.
         if t.tgid == 0 {
@@ -257,7 +274,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         return 0;
     };
     let now = unsafe { bpf_ktime_get_ns() };
-    end_spin(t, now);
+    end_spin(t, now, spin_gap());
     t.exited_ns = now;
     let ev = Event {
         kind: event_kind::EXIT,
@@ -284,27 +301,10 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
         t.recv_ok += 1;
         t.last_recv_ok_ns = now;
         t.bytes_received += ret as u64;
-        end_spin(t, now);
+        end_spin(t, now, spin_gap());
     } else if ret == layout::NEG_EAGAIN {
         t.recv_empty += 1;
-        if t.spin_last_ns != 0 {
-            t.spin_ns += now.saturating_sub(t.spin_last_ns);
-        } else if t.spin_episode_start_ns == 0 {
-            // A new episode (not one resumed after a preemption).
-            t.spin_episode_start_ns = now;
-            if watched(tid, watch_flags::SPIN_START) {
-                let ev = Event {
-                    kind: event_kind::SPIN_START,
-                    tid,
-                    job_id: t.job_id,
-                    flags: event_flags::TASK_ON_CPU | event_flags::TASK_SPINNING,
-                    ts_ns: now,
-                    arg: sk,
-                };
-                emit(&ev, true);
-            }
-        }
-        t.spin_last_ns = now;
+        empty_wait(t, tid, now, sk);
     } else {
         return 0;
     }
@@ -323,8 +323,11 @@ pub fn sock_send_length(ctx: TracePointContext) -> u32 {
         return 0;
     }
     t.sends += 1;
+    let now = unsafe { bpf_ktime_get_ns() };
+    // A task that sends is making progress, not waiting.
+    end_spin(t, now, spin_gap());
     let sk: u64 = field(&ctx, layout::SEND_SK);
-    learn_owner(sk, tid, t.job_id, unsafe { bpf_ktime_get_ns() });
+    learn_owner(sk, tid, t.job_id, now);
     0
 }
 
@@ -349,11 +352,14 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut t.arrivals, 1) };
     t.last_arrival_ns = now;
     let on_cpu = t.on_cpu != 0;
+    // Read from another CPU while the receiver may run: a torn view costs
+    // at most one misjudged arrival, and the agent's tick corrects it.
+    let waiting = in_spin_episode(t, now, spin_gap());
     let mut flags = 0;
     if on_cpu {
         flags |= event_flags::TASK_ON_CPU;
     }
-    if t.spin_episode_start_ns != 0 {
+    if waiting {
         flags |= event_flags::TASK_SPINNING;
     }
     // Only a receiver that is ready but not running (preempted while
@@ -373,8 +379,8 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     let ready_off_cpu = !on_cpu
         && !watched(tid, watch_flags::BOOSTED)
         && match s.wake_on_offcpu_arrival {
-            offcpu_arrival::WAITING => t.spin_episode_start_ns != 0,
-            offcpu_arrival::READY => t.last_out_preempted != 0 || t.spin_episode_start_ns != 0,
+            offcpu_arrival::WAITING => waiting,
+            offcpu_arrival::READY => t.last_out_preempted != 0 || waiting,
             _ => false,
         };
     let held = !ready_off_cpu && watched(tid, watch_flags::HELD);

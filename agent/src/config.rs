@@ -85,6 +85,9 @@ pub struct Config {
     pub finished_retention: u32,
     #[serde(default)]
     pub ebpf: EbpfConfig,
+    /// How waiting is recognised (`[detect]`). Switchable by reload.
+    #[serde(default)]
+    pub detect: DetectConfig,
     /// Caps and time-outs of the control socket and the metrics endpoint
     /// (`[limits.control]`, `[limits.metrics]`). Cannot change at run time.
     #[serde(default)]
@@ -115,6 +118,32 @@ impl Default for EbpfConfig {
             wake_batch_bytes: 0,
         }
     }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectConfig {
+    /// The spin gap, µs (1..=100000): a task is waiting from an empty wait
+    /// (an empty receive, an empty poll, a yield) until it receives, sends,
+    /// blocks, or has been on CPU this long since its last empty wait (it
+    /// computes). It must exceed the period of a real wait loop, or a
+    /// spinner looks like it stops waiting between two polls, and stay far
+    /// below the computation between waits. The default and the
+    /// measurements behind it are in docs/waiting.md.
+    #[serde(default = "default_spin_gap_us")]
+    pub spin_gap_us: u64,
+}
+
+impl Default for DetectConfig {
+    fn default() -> Self {
+        Self {
+            spin_gap_us: default_spin_gap_us(),
+        }
+    }
+}
+
+fn default_spin_gap_us() -> u64 {
+    cosched_agent_common::DEFAULT_SPIN_GAP_NS / 1000
 }
 
 fn default_agent_priority() -> u32 {
@@ -226,6 +255,8 @@ impl Config {
             1..=10_000,
         )
         .map_err(ConfigError::Invalid)?;
+        range::check("detect.spin_gap_us", self.detect.spin_gap_us, 1..=100_000)
+            .map_err(ConfigError::Invalid)?;
         if self.max_jobs == 0 {
             return bad("max_jobs must be at least 1".into());
         }
@@ -373,6 +404,26 @@ mod tests {
         let e = Config::parse("node = \"n0\"\nagent_priority = 99", "t").unwrap_err();
         assert!(e.to_string().contains("guardian runs at 99"), "{e}");
         Config::parse("node = \"n0\"\nagent_priority = 98", "t").unwrap();
+    }
+
+    #[test]
+    fn spin_gap_has_a_default_a_range_and_can_change_by_reload() {
+        let c = Config::parse("node = \"n0\"", "t").unwrap();
+        assert_eq!(
+            c.detect.spin_gap_us * 1000,
+            cosched_agent_common::DEFAULT_SPIN_GAP_NS
+        );
+        let set = Config::parse("node = \"n0\"\n[detect]\nspin_gap_us = 50", "t").unwrap();
+        assert_eq!(set.detect.spin_gap_us, 50);
+        assert!(c.check_reload(&set).is_ok());
+        for bad in ["0", "100001"] {
+            let e = Config::parse(
+                &format!("node = \"n0\"\n[detect]\nspin_gap_us = {bad}"),
+                "t",
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("detect.spin_gap_us"), "{e}");
+        }
     }
 
     #[test]

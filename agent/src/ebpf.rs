@@ -11,10 +11,13 @@ use aya::{
     programs::TracePoint,
 };
 use cosched_agent_common::{
-    CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, names,
+    CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, WaitKind, names,
 };
 
-use crate::{kernel::ProgramCost, tracefs};
+use crate::{
+    kernel::{ProgramCost, WaitDetectorState},
+    tracefs,
+};
 
 /// The eBPF object built by aya-build (empty when built without bpf-linker).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cosched-probes"));
@@ -29,8 +32,60 @@ pub struct Probes {
     settings: Array<MapData, Settings>,
     drops: PerCpuArray<MapData, Drops>,
     watch: HashMap<MapData, u32, u32>,
+    wait_detectors: Vec<WaitDetectorState>,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
+}
+
+/// Attaches every optional waiting detector whose tracepoints this kernel
+/// has with the expected layout; a missing one is logged and skipped (an
+/// older kernel still runs the agent, with fewer ways to see a wait). A
+/// detector that fails to load or attach on a kernel that has its
+/// tracepoints is an error: that is a bug, not an old kernel.
+fn attach_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<Vec<WaitDetectorState>> {
+    let mut out = vec![WaitDetectorState {
+        name: "recv",
+        kind: WaitKind::Recv,
+        problem: None,
+    }];
+    for d in names::WAIT_DETECTORS {
+        let problem = tracefs::detector_problem(&d);
+        if problem.is_none() {
+            let progs = [
+                Some((d.enter_prog, d.enter_event)),
+                d.exit_prog.zip(d.exit_event),
+            ];
+            for (prog, event) in progs.into_iter().flatten() {
+                let p: &mut TracePoint = ebpf
+                    .program_mut(prog)
+                    .with_context(|| format!("program {prog} missing from the object"))?
+                    .try_into()?;
+                p.load()
+                    .with_context(|| format!("loading program {prog}"))?;
+                p.attach("syscalls", event)
+                    .with_context(|| format!("attaching {prog} to tracepoint syscalls/{event}"))?;
+            }
+        }
+        out.push(WaitDetectorState {
+            name: d.syscall,
+            kind: d.kind,
+            problem,
+        });
+    }
+    let (on, off): (Vec<_>, Vec<_>) = out.iter().partition(|d| d.problem.is_none());
+    tracing::info!(
+        active = %on.iter().map(|d| d.name).collect::<Vec<_>>().join(","),
+        "waiting detectors"
+    );
+    for d in off {
+        tracing::warn!(
+            detector = d.name,
+            "waiting detector inactive: {}; waits by {} are not seen",
+            d.problem.as_deref().unwrap_or_default(),
+            d.name
+        );
+    }
+    Ok(out)
 }
 
 fn map_io(e: aya::maps::MapError) -> io::Error {
@@ -81,6 +136,7 @@ impl Probes {
             p.attach(cat, name)
                 .with_context(|| format!("attaching {prog} to tracepoint {cat}/{name}"))?;
         }
+        let wait_detectors = attach_wait_detectors(&mut ebpf)?;
         let mut take = |n: &str| ebpf.take_map(n).with_context(|| format!("map {n} missing"));
         let tasks = HashMap::try_from(take(names::TASKS)?)?;
         let cpus = Array::try_from(take(names::CPU_CURRENT)?)?;
@@ -99,8 +155,14 @@ impl Probes {
             settings: settings_map,
             drops,
             watch,
+            wait_detectors,
             _stats: stats,
         })
+    }
+
+    /// The waiting detectors attached (empty receives always are).
+    pub fn wait_detectors(&self) -> &[WaitDetectorState] {
+        &self.wait_detectors
     }
 
     /// File descriptor that becomes readable when the ring buffer has data

@@ -8,7 +8,10 @@ use prometheus::{
     CounterVec, Encoder as _, IntCounter, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
 };
 
-use crate::kernel::ProgramCost;
+use crate::kernel::{ProgramCost, WaitDetectorState};
+
+/// The `kind` labels of `cosched_job_empty_waits_total`.
+const WAIT_KINDS: [&str; 3] = ["recv", "poll", "yield"];
 
 /// Labels of `cosched_agent_events_total`, indexed by `event_kind` code (0 =
 /// unknown).
@@ -20,6 +23,9 @@ pub struct Metrics {
     job_spin: CounterVec,
     job_messages: IntCounterVec,
     job_empty_receives: IntCounterVec,
+    job_empty_waits: IntCounterVec,
+    job_spin_episodes: IntCounterVec,
+    wait_detectors: prometheus::IntGaugeVec,
     job_switches: IntCounterVec,
     pub managed_tasks: IntGauge,
     pub fcs_classes: prometheus::IntGaugeVec,
@@ -83,6 +89,9 @@ impl Metrics {
             job_spin: cv("cosched_job_spin_seconds_total", "Time the job's tasks spent spinning on empty non-blocking receives.", job),
             job_messages: icv("cosched_job_messages_received_total", "Message arrivals (socket data-ready) for the job's sockets.", job),
             job_empty_receives: icv("cosched_job_empty_receives_total", "Receives by the job's tasks that found no data (EAGAIN).", job),
+            job_empty_waits: icv("cosched_job_empty_waits_total", "Empty waits of the job's tasks, by how they waited: recv (a non-blocking receive that found nothing), poll (poll, select or epoll returning nothing without blocking), yield (sched_yield).", &["job_id", "job", "kind"]),
+            job_spin_episodes: icv("cosched_job_spin_episodes_total", "Spin episodes of the job's tasks (from the first empty wait to data, a send, a block, or computation past the spin gap).", job),
+            wait_detectors: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_wait_detector_active", "1 if the waiting detector runs on this kernel (recv, or the system call), 0 if its tracepoints are missing."), &["detector"]).expect("valid metric")),
             job_switches: icv("cosched_job_context_switches_total", "Context switches out of the job's tasks, by kind (voluntary: blocked or yielded; preempted: still runnable).", &["job_id", "job", "kind"]),
             managed_tasks: ig("cosched_managed_tasks", "Tasks (threads) the agent tracks."),
             fcs_classes: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_fcs_tasks", "Managed tasks per FCS class (cs, f, dc) as scheduled now, measuring phases included; all 0 under other policies."), &["class"]).expect("valid metric")),
@@ -120,6 +129,15 @@ impl Metrics {
         }
     }
 
+    /// Exports which waiting detectors run on this kernel.
+    pub fn set_wait_detectors(&self, detectors: &[WaitDetectorState]) {
+        for d in detectors {
+            self.wait_detectors
+                .with_label_values(&[d.name])
+                .set(d.problem.is_none() as i64);
+        }
+    }
+
     /// Counts one ring-buffer record of `event_kind` code `kind`.
     pub fn count_event(&self, kind: u32) {
         let i = kind as usize;
@@ -145,6 +163,19 @@ impl Metrics {
         self.job_empty_receives
             .with_label_values(&l)
             .inc_by(du(t.empty_receives, prev.empty_receives));
+        let by_kind = [
+            (t.empty_receives, prev.empty_receives),
+            (t.empty_polls, prev.empty_polls),
+            (t.yields, prev.yields),
+        ];
+        for (kind, (now, before)) in WAIT_KINDS.into_iter().zip(by_kind) {
+            self.job_empty_waits
+                .with_label_values(&[l[0], l[1], kind])
+                .inc_by(du(now, before));
+        }
+        self.job_spin_episodes
+            .with_label_values(&l)
+            .inc_by(du(t.spin_episodes, prev.spin_episodes));
         self.job_switches
             .with_label_values(&[l[0], l[1], "voluntary"])
             .inc_by(du(t.switches_voluntary, prev.switches_voluntary));
@@ -163,6 +194,12 @@ impl Metrics {
         let _ = self.job_spin.remove_label_values(&l);
         let _ = self.job_messages.remove_label_values(&l);
         let _ = self.job_empty_receives.remove_label_values(&l);
+        let _ = self.job_spin_episodes.remove_label_values(&l);
+        for kind in WAIT_KINDS {
+            let _ = self
+                .job_empty_waits
+                .remove_label_values(&[l[0], l[1], kind]);
+        }
         for kind in ["voluntary", "preempted"] {
             let _ = self.job_switches.remove_label_values(&[l[0], l[1], kind]);
         }
@@ -248,6 +285,51 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("# HELP")) {
             assert!(line.split_whitespace().count() > 3, "empty help: {line}");
         }
+    }
+
+    #[test]
+    fn empty_waits_are_counted_by_kind_and_receives_keep_their_own_series() {
+        let mut m = Metrics::new();
+        let t = JobStats {
+            empty_receives: 3,
+            empty_polls: 40,
+            yields: 7,
+            spin_episodes: 2,
+            ..JobStats::default()
+        };
+        m.update_job(4, "mpi", &t);
+        let text = m.render();
+        for want in [
+            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"recv\"} 3",
+            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"poll\"} 40",
+            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"yield\"} 7",
+            "cosched_job_empty_receives_total{job=\"mpi\",job_id=\"4\"} 3",
+            "cosched_job_spin_episodes_total{job=\"mpi\",job_id=\"4\"} 2",
+        ] {
+            assert!(text.contains(want), "{want} missing:\n{text}");
+        }
+        m.remove_job(4, "mpi");
+        assert!(!m.render().contains("job_id=\"4\""));
+    }
+
+    #[test]
+    fn wait_detectors_show_which_run() {
+        let m = Metrics::new();
+        m.set_wait_detectors(&[
+            WaitDetectorState {
+                name: "poll",
+                kind: cosched_agent_common::WaitKind::Poll,
+                problem: None,
+            },
+            WaitDetectorState {
+                name: "epoll_pwait2",
+                kind: cosched_agent_common::WaitKind::Poll,
+                problem: Some("tracepoint missing".into()),
+            },
+        ]);
+        let text = m.render();
+        assert!(text.contains("cosched_wait_detector_active{detector=\"poll\"} 1"));
+        assert!(text.contains("cosched_wait_detector_active{detector=\"epoll_pwait2\"} 0"));
     }
 
     #[test]

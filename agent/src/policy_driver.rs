@@ -8,7 +8,7 @@
 //! own timestamps, so no per-context-switch event ever crosses to userspace.
 use std::collections::HashMap;
 
-use cosched_agent_common::TaskStats;
+use cosched_agent_common::{DEFAULT_SPIN_GAP_NS, TaskStats, in_spin_episode};
 use cosched_policy::local::{
     Action, CpuSnapshot, Event, JobId, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
     SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
@@ -40,6 +40,8 @@ pub struct PolicyDriver {
     policy: Box<dyn LocalPolicy>,
     kind: PolicyKind,
     tick_ns: u64,
+    /// The spin gap (see [`spinning_since`]).
+    spin_gap_ns: u64,
     last_tick: u64,
     /// When a tick last saw a managed task in a spin episode.
     last_spin_seen: u64,
@@ -60,14 +62,25 @@ impl std::fmt::Debug for PolicyDriver {
     }
 }
 
-/// Is the task in a spin episode (also while preempted in it), and since when.
-fn spinning_since(s: &TaskStats) -> Option<u64> {
-    (s.spin_episode_start_ns != 0).then_some(s.spin_episode_start_ns)
+/// Is the task in a spin episode at `now` (also while preempted in it), and
+/// since when. The eBPF side ends an episode when the task receives, sends
+/// or blocks, and checks the gap at its next wait and at switch-out; a task
+/// that waited once and has computed on its CPU ever since does neither, so
+/// the gap is checked here too: past `gap_ns` of on-CPU time since its last
+/// empty wait it is computing, not waiting.
+pub fn spinning_since(s: &TaskStats, now: u64, gap_ns: u64) -> Option<u64> {
+    in_spin_episode(s, now, gap_ns).then_some(s.spin_episode_start_ns)
 }
 
 /// What changed for one task between two counter snapshots, as policy events
-/// with the kernel's timestamps.
-pub fn derived_events(tid: u32, prev: Option<&TaskStats>, cur: &TaskStats) -> Vec<Event<'static>> {
+/// with the kernel's timestamps; `cur` was read at `now`.
+pub fn derived_events(
+    tid: u32,
+    prev: Option<&TaskStats>,
+    cur: &TaskStats,
+    now: u64,
+    gap_ns: u64,
+) -> Vec<Event<'static>> {
     let task = TaskId(tid);
     let zero = TaskStats::default();
     let p = prev.unwrap_or(&zero);
@@ -92,8 +105,10 @@ pub fn derived_events(tid: u32, prev: Option<&TaskStats>, cur: &TaskStats) -> Ve
             how,
         });
     }
-    if let Some(since) = spinning_since(cur)
-        && spinning_since(p) != Some(since)
+    // An episode is reported once, by its start (the previous snapshot may
+    // have shown it already, within the gap then or not).
+    if let Some(since) = spinning_since(cur, now, gap_ns)
+        && p.spin_episode_start_ns != since
     {
         ev.push(Event::SpinStarted { task, at: since });
     }
@@ -107,12 +122,12 @@ pub fn derived_events(tid: u32, prev: Option<&TaskStats>, cur: &TaskStats) -> Ve
     ev
 }
 
-pub fn task_snapshot(tid: u32, s: &TaskStats) -> TaskSnapshot {
+pub fn task_snapshot(tid: u32, s: &TaskStats, now: u64, gap_ns: u64) -> TaskSnapshot {
     let pending = s.last_arrival_ns > s.last_recv_ok_ns;
     TaskSnapshot {
         task: TaskId(tid),
         on_cpu: s.on_cpu != 0,
-        spinning_since: spinning_since(s),
+        spinning_since: spinning_since(s, now, gap_ns),
         pending_message: pending,
         preempted: s.on_cpu == 0 && s.last_out_preempted != 0,
         last_arrival_ns: s.last_arrival_ns,
@@ -128,6 +143,7 @@ impl PolicyDriver {
             policy,
             kind: cfg.kind,
             tick_ns: tick_us * 1000,
+            spin_gap_ns: DEFAULT_SPIN_GAP_NS,
             last_tick: 0,
             last_spin_seen: 0,
             idle_ticks: 0,
@@ -139,6 +155,11 @@ impl PolicyDriver {
 
     pub fn kind(&self) -> PolicyKind {
         self.kind
+    }
+
+    /// The spin gap the eBPF side applies too (`[detect] spin_gap_us`).
+    pub fn set_spin_gap(&mut self, gap_ns: u64) {
+        self.spin_gap_ns = gap_ns;
     }
 
     /// Does this policy react to anything at all (else the agent only observes).
@@ -197,10 +218,11 @@ impl PolicyDriver {
         });
     }
 
-    /// Brings the policy's view of one task up to date from its counters (the
-    /// task holding a CPU, right before an arrival for another task is judged).
-    pub fn observe(&mut self, tid: u32, s: &TaskStats) {
-        let events = derived_events(tid, self.prev.get(&tid), s);
+    /// Brings the policy's view of one task up to date from its counters
+    /// read at `now` (the task holding a CPU, right before an arrival for
+    /// another task is judged).
+    pub fn observe(&mut self, tid: u32, s: &TaskStats, now: u64) {
+        let events = derived_events(tid, self.prev.get(&tid), s, now, self.spin_gap_ns);
         self.prev.insert(tid, *s);
         for ev in &events {
             self.feed(ev);
@@ -256,7 +278,11 @@ impl PolicyDriver {
     /// `holders`: (cpu, managed task holding it).
     pub fn tick(&mut self, now: u64, stats: &[(u32, TaskStats)], holders: &[(u32, u32)]) {
         self.last_tick = now;
-        if stats.iter().any(|(_, s)| spinning_since(s).is_some()) {
+        let gap = self.spin_gap_ns;
+        if stats
+            .iter()
+            .any(|(_, s)| spinning_since(s, now, gap).is_some())
+        {
             self.last_spin_seen = now;
         }
         let ran = stats.iter().any(|(tid, s)| {
@@ -273,7 +299,7 @@ impl PolicyDriver {
         };
         let mut events = Vec::new();
         for (tid, s) in stats {
-            events.extend(derived_events(*tid, self.prev.get(tid), s));
+            events.extend(derived_events(*tid, self.prev.get(tid), s, now, gap));
             self.prev.insert(*tid, *s);
         }
         events.sort_by_key(Event::at);
@@ -281,7 +307,10 @@ impl PolicyDriver {
             self.feed(ev);
         }
         let snapshot = self.policy.uses_snapshots().then(|| NodeSnapshot {
-            tasks: stats.iter().map(|(t, s)| task_snapshot(*t, s)).collect(),
+            tasks: stats
+                .iter()
+                .map(|(t, s)| task_snapshot(*t, s, now, gap))
+                .collect(),
             cpus: holders
                 .iter()
                 .map(|&(cpu, tid)| CpuSnapshot {
@@ -314,7 +343,12 @@ impl PolicyDriver {
 
 #[cfg(test)]
 mod tests {
+    use cosched_policy::local::Level;
+
     use super::*;
+
+    /// A spin gap for the tests, ns.
+    const GAP: u64 = 100_000;
 
     fn stats() -> TaskStats {
         TaskStats::default()
@@ -335,7 +369,7 @@ mod tests {
             spin_episode_start_ns: 125,
             ..stats()
         };
-        let ev = derived_events(7, Some(&prev), &cur);
+        let ev = derived_events(7, Some(&prev), &cur, 140, GAP);
         let kinds: Vec<u64> = ev.iter().map(Event::at).collect();
         assert_eq!(kinds, vec![50, 100, 120, 125]);
         assert!(matches!(
@@ -357,7 +391,7 @@ mod tests {
             spin_episode_start_ns: 15,
             ..stats()
         };
-        assert!(derived_events(1, Some(&s), &s).is_empty());
+        assert!(derived_events(1, Some(&s), &s, 30, GAP).is_empty());
     }
 
     #[test]
@@ -372,13 +406,13 @@ mod tests {
             spin_episode_start_ns: 15,
             ..stats()
         };
-        assert!(derived_events(1, Some(&a), &b).is_empty());
+        assert!(derived_events(1, Some(&a), &b, 100, GAP).is_empty());
         let c = TaskStats {
             spin_last_ns: 95,
             spin_episode_start_ns: 93,
             ..stats()
         };
-        assert_eq!(derived_events(1, Some(&b), &c).len(), 1);
+        assert_eq!(derived_events(1, Some(&b), &c, 100, GAP).len(), 1);
     }
 
     #[test]
@@ -388,7 +422,7 @@ mod tests {
             last_recv_ok_ns: 5,
             ..stats()
         };
-        let snap = task_snapshot(1, &s);
+        let snap = task_snapshot(1, &s, 20, GAP);
         assert!(snap.pending_message && !snap.on_cpu);
         assert!(
             !snap.preempted,
@@ -401,10 +435,10 @@ mod tests {
             last_out_preempted: 1,
             ..stats()
         };
-        let snap = task_snapshot(1, &s);
+        let snap = task_snapshot(1, &s, 20, GAP);
         assert!(snap.preempted && !snap.pending_message);
         let running = TaskStats { on_cpu: 1, ..s };
-        assert!(!task_snapshot(1, &running).preempted, "on a CPU");
+        assert!(!task_snapshot(1, &running, 20, GAP).preempted, "on a CPU");
     }
 
     #[test]
@@ -475,6 +509,91 @@ mod tests {
         d.tick(now + 10 * ms, &[(7, asleep)], &[]);
         d.tick(now + 20 * ms, &[(7, ran)], &[]);
         assert_eq!(d.tick_ns(), 10 * ms, "a task that ran ends it too");
+    }
+
+    /// A task on CPU since `run_start` whose last empty wait (and episode
+    /// start) was at `wait`.
+    fn waited_at(run_start: u64, wait: u64) -> TaskStats {
+        TaskStats {
+            on_cpu: 1,
+            run_start_ns: run_start,
+            switches_in: 1,
+            last_run_start_ns: run_start,
+            spin_episode_start_ns: wait,
+            spin_last_ns: wait,
+            empty_polls: 1,
+            ..stats()
+        }
+    }
+
+    /// Runs SB (500 µs threshold) over one task for 5 ms of 100 µs ticks;
+    /// `at(now)` gives its counters. Returns the levels SB asked for.
+    fn spin_block_levels(gap_ns: u64, at: impl Fn(u64) -> TaskStats) -> Vec<Level> {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 100).unwrap();
+        d.set_spin_gap(gap_ns);
+        d.task_added(7, 1, 0);
+        let mut levels = Vec::new();
+        for step in 1..=50 {
+            let now = 1_000_000 + step * 100_000;
+            d.tick(now, &[(7, at(now))], &[(0, 7)]);
+            levels.extend(d.take_actions().into_iter().map(|a| match a {
+                Action::SetLevel { level, .. } => level,
+            }));
+        }
+        levels
+    }
+
+    #[test]
+    fn a_task_that_polled_once_and_then_computes_is_not_blocked_by_spin_block() {
+        // One empty poll at 1 ms, then computation on its CPU.
+        let polled_once = |_| waited_at(900_000, 1_000_000);
+        assert_eq!(spin_block_levels(GAP, polled_once), vec![]);
+        // Control: were the gap longer than its computation, the one poll
+        // would look like a wait that never ends, and SB would block it.
+        assert!(
+            spin_block_levels(100_000_000, polled_once).contains(&Level::Demote),
+            "with a gap longer than the computation SB blocks"
+        );
+    }
+
+    #[test]
+    fn a_task_that_keeps_polling_is_blocked_by_spin_block() {
+        // Polls every 10 µs from 1 ms on: one long wait, past SB's threshold.
+        let polling = |now: u64| TaskStats {
+            spin_last_ns: now - 10_000,
+            empty_polls: (now - 1_000_000) / 10_000,
+            ..waited_at(900_000, 1_000_000)
+        };
+        assert!(spin_block_levels(GAP, polling).contains(&Level::Demote));
+    }
+
+    #[test]
+    fn a_spinner_preempted_for_long_is_still_waiting_when_read() {
+        // Preempted 1 µs after its last poll, off CPU for 50 ms since.
+        let preempted = TaskStats {
+            on_cpu: 0,
+            run_start_ns: 0,
+            spin_last_ns: 0,
+            gap_oncpu_ns: 1_000,
+            last_out_preempted: 1,
+            ..waited_at(900_000, 1_000_000)
+        };
+        let snap = task_snapshot(7, &preempted, 51_000_000, GAP);
+        assert_eq!(snap.spinning_since, Some(1_000_000));
+        assert!(snap.preempted);
+    }
+
+    #[test]
+    fn a_new_wait_after_computing_is_reported_as_a_new_spin_start() {
+        let first = waited_at(0, 1_000);
+        let later = 1_000 + GAP + 1;
+        assert_eq!(spinning_since(&first, later, GAP), None, "computing");
+        let again = waited_at(0, 5_000_000);
+        let ev = derived_events(7, Some(&first), &again, 5_000_010, GAP);
+        assert!(
+            matches!(ev[..], [Event::SpinStarted { at: 5_000_000, .. }]),
+            "{ev:?}"
+        );
     }
 
     #[test]

@@ -118,6 +118,9 @@ pub fn task_totals(s: &TaskStats, now_ns: u64) -> JobStats {
         messages_observed: s.arrivals,
         receives: s.recv_ok,
         empty_receives: s.recv_empty,
+        empty_polls: s.empty_polls,
+        yields: s.yields,
+        spin_episodes: s.spin_episodes,
         sends: s.sends,
         switches_in: s.switches_in,
         switches_voluntary: s.switches_out_voluntary,
@@ -132,6 +135,9 @@ pub fn add(a: &mut JobStats, b: &JobStats) {
     a.messages_observed += b.messages_observed;
     a.receives += b.receives;
     a.empty_receives += b.empty_receives;
+    a.empty_polls += b.empty_polls;
+    a.yields += b.yields;
+    a.spin_episodes += b.spin_episodes;
     a.sends += b.sends;
     a.switches_in += b.switches_in;
     a.switches_voluntary += b.switches_voluntary;

@@ -3,7 +3,10 @@
 use std::{fs, io, path::Path};
 
 use anyhow::{Context as _, bail};
-use cosched_agent_common::layout::{self, Field};
+use cosched_agent_common::{
+    WaitDetector,
+    layout::{self, Field},
+};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -118,6 +121,29 @@ pub fn check_layouts() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why an optional waiting detector is not attached, if it is not: its
+/// tracepoints are missing on this kernel, or their layout differs.
+pub fn detector_problem(d: &WaitDetector) -> Option<String> {
+    let events = [Some(d.enter_event), d.exit_event];
+    for ev in events.into_iter().flatten() {
+        let path = Path::new(TRACEFS)
+            .join("events/syscalls")
+            .join(ev)
+            .join("format");
+        let Ok(text) = fs::read_to_string(&path) else {
+            return Some(format!("tracepoint syscalls/{ev} missing"));
+        };
+        if Some(ev) == d.exit_event {
+            let ret = [layout::sys_exit_ret(ev)];
+            let problems = mismatches(&ret, ev, &parse_format(&text));
+            if !problems.is_empty() {
+                return Some(problems.join("; "));
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +189,23 @@ format:
         assert!(
             m[0].contains("next_pid at offset 60") && m[0].contains("expects offset 56"),
             "{m:?}"
+        );
+    }
+
+    #[test]
+    fn syscall_exit_ret_is_checked_at_its_offset() {
+        let exit = "name: sys_exit_poll
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:int __syscall_nr;	offset:8;	size:4;	signed:1;
+	field:long ret;	offset:16;	size:8;	signed:1;
+";
+        let ret = [layout::sys_exit_ret("sys_exit_poll")];
+        assert!(mismatches(&ret, "sys_exit_poll", &parse_format(exit)).is_empty());
+        let moved = exit.replace("offset:16", "offset:24");
+        assert_eq!(
+            mismatches(&ret, "sys_exit_poll", &parse_format(&moved)).len(),
+            1
         );
     }
 

@@ -4,8 +4,8 @@
 use cosched_agent_common::{Settings, offcpu_arrival, watch_flags};
 use cosched_policy::local::{OffCpuArrivals, TaskWatch, WakeInterest};
 
-/// The eBPF settings for `interest`.
-pub fn settings(interest: &WakeInterest, wake_batch_bytes: u32) -> Settings {
+/// The eBPF settings for `interest`, with the spin gap.
+pub fn settings(interest: &WakeInterest, wake_batch_bytes: u32, spin_gap_ns: u64) -> Settings {
     Settings {
         wake_on_offcpu_arrival: match interest.off_cpu_arrivals {
             OffCpuArrivals::Never => offcpu_arrival::OFF,
@@ -13,6 +13,7 @@ pub fn settings(interest: &WakeInterest, wake_batch_bytes: u32) -> Settings {
             OffCpuArrivals::WhileReady => offcpu_arrival::READY,
         },
         wake_batch_bytes,
+        spin_gap_ns,
     }
 }
 
@@ -60,9 +61,10 @@ mod tests {
                         (true, false) => offcpu_arrival::WAITING,
                         (true, true) => offcpu_arrival::READY,
                     };
-                    let s = settings(&i, 4096);
+                    let s = settings(&i, 4096, 150_000);
                     assert_eq!(s.wake_on_offcpu_arrival, want_arrivals, "{kind:?}");
                     assert_eq!(s.wake_batch_bytes, 4096);
+                    assert_eq!(s.spin_gap_ns, 150_000);
 
                     let boosted = watch_flags(TaskWatch::of(
                         &i,

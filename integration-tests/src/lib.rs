@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod coord;
 pub mod netns;
+pub mod pair;
 pub mod proc;
 pub mod synth;
 

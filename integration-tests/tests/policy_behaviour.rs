@@ -5,99 +5,16 @@
 //! The tests watch the ranks from outside with the plain syscalls (never
 //! through the agent's own code) and assert that a state was seen at least
 //! once, never how often: the machine is shared and loaded.
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cosched_integration_tests::{
-    agent::{AgentOpts, TestAgent},
     coord::exclusive,
-    netns::NodePair,
+    pair::{Cluster, eventually, holds_throughout, job_info, watch},
     proc::{Sched, sched_of, state_of},
     require_root,
-    synth::{RunningJob, fine_spin},
+    synth::fine_spin,
 };
-use cosched_proto::control::{JobInfo, JobStats, Reply, Request};
-
-/// Two nodes, `n0` on CPU 0 and `n1` on CPU 1, one agent each with its own
-/// extra config. Fields drop in order: agents, then the namespaces.
-struct Cluster {
-    agents: [TestAgent; 2],
-    nodes: NodePair,
-}
-
-impl Cluster {
-    fn start(subnet: u8, configs: [&str; 2]) -> Self {
-        let nodes = NodePair::new(subnet);
-        let agent = |i: usize| {
-            TestAgent::start(AgentOpts {
-                node: ["n0", "n1"][i],
-                cpus: vec![i as u32],
-                netns: Some((&nodes, i)),
-                extra: configs[i],
-            })
-        };
-        Self {
-            agents: [agent(0), agent(1)],
-            nodes,
-        }
-    }
-
-    /// A 2-rank `cosched-synth` job, rank r on node r.
-    fn launch(&self, job_id: u32, args: &[&str]) -> RunningJob {
-        let addrs = [self.nodes.addr[0].as_str(), self.nodes.addr[1].as_str()];
-        RunningJob::launch(
-            &[&self.agents[0], &self.agents[1]],
-            &addrs,
-            job_id,
-            7100 + job_id as u16,
-            args,
-        )
-    }
-
-    fn logs(&self) -> String {
-        format!(
-            "agent n0:\n{}\nagent n1:\n{}",
-            self.agents[0].log(),
-            self.agents[1].log()
-        )
-    }
-}
-
-/// Calls `probe` as often as it can until it returns `Some`; `None` when
-/// `timeout` passes first. No pause between calls: the task states the tests
-/// look for (a boost that ends as soon as the task waits again) can be short.
-fn watch<T>(timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> Option<T> {
-    let started = Instant::now();
-    while started.elapsed() < timeout {
-        if let Some(found) = probe() {
-            return Some(found);
-        }
-    }
-    None
-}
-
-/// Asks `check` every 20 ms until it holds; false when `timeout` passes
-/// first. For questions to the agents, which need not be hammered.
-fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < timeout {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-/// `probe` holds on every call for `window` (called as often as it can).
-fn holds_throughout(window: Duration, mut probe: impl FnMut() -> bool) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < window {
-        if !probe() {
-            return false;
-        }
-    }
-    true
-}
+use cosched_proto::control::JobStats;
 
 /// The boost priority the DCS test configures (not the default 10, so a
 /// boost seen is the configured one).
@@ -224,17 +141,6 @@ const ORIGINAL: Sched = Sched {
     nice: 0,
     priority: 0,
 };
-
-/// The agent's view of one of its jobs.
-fn job_info(agent: &TestAgent, job_id: u32) -> JobInfo {
-    match agent.call(Request::Jobs) {
-        Ok(Reply::Jobs { jobs }) => jobs
-            .into_iter()
-            .find(|j| j.job_id == job_id)
-            .unwrap_or_else(|| panic!("agent does not know job {job_id}\n{}", agent.log())),
-        other => panic!("jobs: {other:?}\n{}", agent.log()),
-    }
-}
 
 /// How SB holds a task that spun past its threshold (`sb.block_by`).
 #[derive(Clone, Copy, Debug)]

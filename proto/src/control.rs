@@ -133,7 +133,19 @@ pub struct JobStats {
     /// Message arrivals (socket data-ready) for the job's sockets.
     pub messages_observed: u64,
     pub receives: u64,
+    /// Empty waits by kind: receives that found nothing (EAGAIN), ...
     pub empty_receives: u64,
+    /// ... poll-family calls (poll, ppoll, select, pselect6, epoll_wait,
+    /// epoll_pwait, epoll_pwait2) that returned nothing without blocking ...
+    #[serde(default)]
+    pub empty_polls: u64,
+    /// ... and `sched_yield` calls.
+    #[serde(default)]
+    pub yields: u64,
+    /// Spin episodes started (a wait that lasted, from its first empty wait
+    /// to the data, a send, a block or computation past the spin gap).
+    #[serde(default)]
+    pub spin_episodes: u64,
     pub sends: u64,
     pub switches_in: u64,
     pub switches_voluntary: u64,
@@ -164,6 +176,13 @@ pub struct AgentStatus {
     pub managed_tasks: u32,
     pub config_path: String,
     pub last_reload: Option<ReloadOutcome>,
+    /// The waiting detectors running on this kernel: `recv` (empty
+    /// receives) and the system calls whose empty returns count as waits.
+    #[serde(default)]
+    pub wait_detectors: Vec<String>,
+    /// Detectors this kernel cannot run, each with the reason.
+    #[serde(default)]
+    pub wait_detectors_inactive: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

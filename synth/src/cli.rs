@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::modes::{Proto, RecvMode};
+use crate::modes::{Proto, RecvMode, WaitMode};
 use crate::pattern::Pattern;
 
 /// One rank of a synthetic parallel job: loops {compute; I/O; send; receive}
@@ -44,6 +44,14 @@ pub struct Cli {
     /// How to wait for messages.
     #[arg(long = "recv", value_enum, default_value_t = RecvMode::Spin)]
     pub recv: RecvMode,
+
+    /// How a spinning receive waits, like a message-passing library: `recv`
+    /// (non-blocking receives returning EAGAIN), `poll` (poll with timeout 0,
+    /// then a read: OpenMPI 4 TCP), `epoll` (epoll_wait with timeout 0, then
+    /// a read: OpenMPI 5, UCX), `yield` (sched_yield, then a non-blocking
+    /// receive: MPICH). Only with `--recv spin`.
+    #[arg(long, value_enum, default_value_t = WaitMode::Recv)]
+    pub wait: WaitMode,
 
     /// CPU time (not wall time) computed per iteration, in microseconds.
     #[arg(long, default_value_t = 20)]
@@ -112,6 +120,7 @@ mod tests {
         assert_eq!(cli.proto, Proto::Udp);
         assert_eq!(cli.pattern, Pattern::Ring);
         assert_eq!(cli.recv, RecvMode::Spin);
+        assert_eq!(cli.wait, WaitMode::Recv);
         assert_eq!(cli.compute_us, 20);
         assert_eq!(cli.io_us, 0);
         assert_eq!(cli.io_every, 1);
@@ -179,6 +188,20 @@ mod tests {
             assert_eq!(pattern.as_str(), name);
         }
         assert!(parse(&["--pattern", "star"]).is_err());
+    }
+
+    #[test]
+    fn wait_modes_parse() {
+        for (name, mode) in [
+            ("recv", WaitMode::Recv),
+            ("poll", WaitMode::Poll),
+            ("epoll", WaitMode::Epoll),
+            ("yield", WaitMode::Yield),
+        ] {
+            assert_eq!(parse(&["--wait", name]).unwrap().wait, mode);
+            assert_eq!(mode.as_str(), name);
+        }
+        assert!(parse(&["--wait", "select"]).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use crate::cli::Cli;
 use crate::header::HEADER_LEN;
-use crate::modes::{Proto, RecvMode};
+use crate::modes::{Proto, RecvMode, WaitMode};
 use crate::pattern::Pattern;
 
 /// Largest UDP payload over IPv4; bigger frames cannot be one datagram.
@@ -34,6 +34,7 @@ pub struct Config {
     pub proto: Proto,
     pub pattern: Pattern,
     pub recv: RecvMode,
+    pub wait: WaitMode,
     pub compute: Duration,
     pub io: Duration,
     pub io_every: u64,
@@ -117,6 +118,7 @@ impl Config {
             proto: cli.proto,
             pattern: cli.pattern,
             recv: cli.recv,
+            wait: cli.wait,
             compute: Duration::from_micros(cli.compute_us),
             io: Duration::from_micros(cli.io_us),
             io_every: cli.io_every,

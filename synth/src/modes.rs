@@ -23,6 +23,33 @@ pub enum RecvMode {
     Block,
 }
 
+/// How a spinning rank waits, mimicking a message-passing library; the
+/// kernel sees a different system call for each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Non-blocking receives in a loop: each empty one returns EAGAIN.
+    #[default]
+    Recv,
+    /// `poll(fds, n, 0)` in a loop, then a read (OpenMPI 4's TCP transport).
+    Poll,
+    /// `epoll_wait(ep, …, 0)` in a loop, then a read (OpenMPI 5, UCX TCP).
+    Epoll,
+    /// `sched_yield()` then a non-blocking receive, in a loop (MPICH).
+    Yield,
+}
+
+impl WaitMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitMode::Recv => "recv",
+            WaitMode::Poll => "poll",
+            WaitMode::Epoll => "epoll",
+            WaitMode::Yield => "yield",
+        }
+    }
+}
+
 impl Proto {
     pub fn as_str(self) -> &'static str {
         match self {

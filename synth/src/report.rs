@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::modes::{Proto, RecvMode};
+use crate::modes::{Proto, RecvMode, WaitMode};
 use crate::pattern::Pattern;
 
 /// What one rank measured.
@@ -18,6 +18,9 @@ pub struct RunReport {
     pub pattern: Pattern,
     pub proto: Proto,
     pub recv_mode: RecvMode,
+    /// How spinning receives waited (`--wait`).
+    #[serde(default)]
+    pub wait_mode: WaitMode,
     pub compute_us: u64,
     pub io_us: u64,
     pub io_every: u64,
@@ -46,7 +49,8 @@ pub struct RunReport {
     pub unexpected_messages: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    /// Non-blocking receive calls that found nothing (spin mode only).
+    /// Non-blocking receive calls, or zero-timeout polls, that found nothing
+    /// (spin mode only).
     pub empty_polls: u64,
     /// Process CPU time during the measured window.
     pub cpu_s: f64,
@@ -99,6 +103,7 @@ mod tests {
             pattern: Pattern::AllToAll,
             proto: Proto::Tcp,
             recv_mode: RecvMode::Block,
+            wait_mode: WaitMode::Recv,
             compute_us: 20,
             io_us: 0,
             io_every: 1,

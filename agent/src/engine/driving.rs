@@ -71,7 +71,8 @@ impl<K: Kernel> Engine<K> {
         for (_, tid) in self.cpu_holders() {
             if let Ok(Some(mut s)) = self.k.task_stat(tid) {
                 s.on_cpu = 1;
-                self.driver.observe(tid, &s);
+                let now = self.k.now_ns();
+                self.driver.observe(tid, &s, now);
             }
         }
     }

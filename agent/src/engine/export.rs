@@ -43,6 +43,17 @@ impl<K: Kernel> Engine<K> {
             managed_tasks: self.reg.task_count() as u32,
             config_path: self.config_path.clone(),
             last_reload: self.last_reload.clone(),
+            wait_detectors: self
+                .wait_detectors
+                .iter()
+                .filter(|d| d.problem.is_none())
+                .map(|d| d.name.to_string())
+                .collect(),
+            wait_detectors_inactive: self
+                .wait_detectors
+                .iter()
+                .filter_map(|d| Some(format!("{}: {}", d.name, d.problem.as_ref()?)))
+                .collect(),
         }
     }
 }

@@ -96,6 +96,8 @@ pub struct Engine<K: Kernel> {
     protected: Protected,
     /// The real-time priority the agent last gave itself (None: not yet).
     own_priority_applied: Option<u32>,
+    /// The eBPF side's waiting detectors, as loaded.
+    wait_detectors: Vec<crate::kernel::WaitDetectorState>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -108,6 +110,8 @@ impl<K: Kernel> Engine<K> {
     ) -> Self {
         let metrics = Metrics::new();
         metrics.config_ok.set(1);
+        let wait_detectors = k.wait_detectors();
+        metrics.set_wait_detectors(&wait_detectors);
         let cpu_groups = cfg.demote_cpu_cgroup.as_deref().map(CpuGroups::under);
         ledger.set_cpu_groups(cpu_groups.clone());
         let policy = cfg.local_policy();
@@ -135,6 +139,7 @@ impl<K: Kernel> Engine<K> {
             events: Vec::new(),
             protected,
             own_priority_applied: None,
+            wait_detectors,
         };
         engine.apply_wake_settings();
         engine.update_own_priority();

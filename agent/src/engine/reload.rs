@@ -126,9 +126,12 @@ impl<K: Kernel> Engine<K> {
         tracing::info!(policy = %policy.kind, "local policy switched");
     }
 
-    /// Tells the eBPF side what the running policy needs to hear at once.
+    /// Tells the eBPF side what the running policy needs to hear at once,
+    /// and both sides where a wait ends (the spin gap).
     pub(super) fn apply_wake_settings(&mut self) {
-        let settings = wakeup::settings(&self.interest, self.cfg.ebpf.wake_batch_bytes);
+        let gap_ns = self.cfg.detect.spin_gap_us * 1000;
+        self.driver.set_spin_gap(gap_ns);
+        let settings = wakeup::settings(&self.interest, self.cfg.ebpf.wake_batch_bytes, gap_ns);
         if let Err(e) = self.k.set_settings(settings) {
             tracing::warn!("updating eBPF settings: {e}");
         }

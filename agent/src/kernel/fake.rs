@@ -10,7 +10,7 @@ use std::{
 
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
-use super::{Kernel, ProcessInfo, ProgramCost, SchedAttr, TaskControl};
+use super::{Kernel, ProcessInfo, ProgramCost, SchedAttr, TaskControl, WaitDetectorState};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -319,6 +319,14 @@ impl Kernel for FakeKernel {
 
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
         Ok(Vec::new())
+    }
+
+    fn wait_detectors(&self) -> Vec<WaitDetectorState> {
+        vec![WaitDetectorState {
+            name: "recv",
+            kind: cosched_agent_common::WaitKind::Recv,
+            problem: None,
+        }]
     }
 
     fn cpu_cgroup_tasks(&self, dir: &Path) -> io::Result<Vec<u32>> {

@@ -8,7 +8,7 @@ use std::{
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
 use super::{
-    Kernel, ProcessInfo, ProgramCost, TaskControl,
+    Kernel, ProcessInfo, ProgramCost, TaskControl, WaitDetectorState,
     sched_attr::{RawSchedAttr, SchedAttr},
 };
 use crate::ebpf::Probes;
@@ -361,6 +361,10 @@ impl Kernel for Linux {
 
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
         self.probes.program_costs()
+    }
+
+    fn wait_detectors(&self) -> Vec<WaitDetectorState> {
+        self.probes.wait_detectors().to_vec()
     }
 
     fn cpu_cgroup_tasks(&self, dir: &Path) -> io::Result<Vec<u32>> {

@@ -37,6 +37,16 @@ pub struct ProgramCost {
     pub run_time_ns: u64,
 }
 
+/// A waiting detector of the eBPF side and whether it runs on this kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitDetectorState {
+    /// `recv` (EAGAIN receives) or the system call's name.
+    pub name: &'static str,
+    pub kind: cosched_agent_common::WaitKind,
+    /// Why it is not attached (None: attached).
+    pub problem: Option<String>,
+}
+
 /// What undoing needs: task attributes, signals and identity. The guardian
 /// (which restores after a crash) has only this part, no eBPF.
 pub trait TaskControl {
@@ -126,6 +136,8 @@ pub trait Kernel: TaskControl {
     fn drops(&self) -> io::Result<Drops>;
     /// Run count and time of each eBPF program.
     fn program_costs(&self) -> io::Result<Vec<ProgramCost>>;
+    /// The waiting detectors and which of them run on this kernel.
+    fn wait_detectors(&self) -> Vec<WaitDetectorState>;
 
     // --- cgroups -----------------------------------------------------------
     /// Threads in a cgroup-v1 cgroup (its `tasks` file).

@@ -121,6 +121,7 @@ impl Session {
             pattern: config.pattern,
             proto: config.proto,
             recv_mode: config.recv,
+            wait_mode: config.wait,
             compute_us: config.compute.as_micros() as u64,
             io_us: config.io.as_micros() as u64,
             io_every: config.io_every,

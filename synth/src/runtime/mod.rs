@@ -67,6 +67,10 @@ impl Session {
                 Box::new(transport)
             }
         };
+        let mut transport = transport;
+        transport
+            .set_wait(config.wait)
+            .map_err(|source| RunError::Setup { rank, source })?;
         let mut session = Session {
             config,
             transport,

@@ -10,6 +10,7 @@ pub mod tcp;
 pub mod tcp_mesh;
 pub mod udp;
 pub mod udp_drops;
+pub mod wait;
 
 use std::io;
 use std::net::SocketAddr;
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::header::HeaderError;
-use crate::modes::RecvMode;
+use crate::modes::{RecvMode, WaitMode};
 
 /// Receives one complete frame, and for TCP the rank whose stream carried it.
 pub type Deliver<'a> = dyn FnMut(&[u8], Option<usize>) + 'a;
@@ -36,9 +37,11 @@ pub trait Transport {
 
     /// One receive attempt, preferably from the ranks in `from`.
     ///
-    /// `Spin` makes non-blocking receive calls and returns at once; `Block`
-    /// sleeps in the kernel until data, a short tick, or `deadline`. Returns
-    /// how many receive calls found nothing (always 0 when blocking).
+    /// `Spin` makes one wait iteration of the `--wait` mode (non-blocking
+    /// receive calls, preceded by a zero-timeout poll or epoll or a yield)
+    /// and returns at once; `Block` sleeps in the kernel until data, a short
+    /// tick, or `deadline`. Returns how many receive or poll calls found
+    /// nothing (always 0 when blocking).
     fn receive(
         &mut self,
         from: &[usize],
@@ -49,6 +52,9 @@ pub trait Transport {
 
     /// Datagrams the kernel dropped on this rank's socket, if known.
     fn kernel_drops(&self) -> Option<u64>;
+
+    /// How spinning receives look for data (`--wait`); `Recv` until set.
+    fn set_wait(&mut self, mode: WaitMode) -> Result<(), TransportError>;
 }
 
 #[derive(Debug, Error)]

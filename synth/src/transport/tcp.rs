@@ -11,14 +11,18 @@ use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use super::tcp_mesh::{MeshSpec, MeshTraffic, build_mesh};
+use super::wait::Waiter;
 use super::{Deliver, Transport, TransportError, remaining, sys};
-use crate::modes::RecvMode;
+use crate::modes::{RecvMode, WaitMode};
 
 pub struct TcpTransport {
     streams: Vec<Option<PeerStream>>,
     /// Scratch poll set and the rank behind each entry, reused per call.
     fds: Vec<libc::pollfd>,
     fd_peers: Vec<usize>,
+    waiter: Option<Waiter>,
+    /// Scratch list of the streams a spinning receive waits on.
+    wait_fds: Vec<std::os::fd::RawFd>,
 }
 
 struct PeerStream {
@@ -96,6 +100,8 @@ impl TcpTransport {
         let transport = Self {
             fds: Vec::with_capacity(streams.len()),
             fd_peers: Vec::with_capacity(streams.len()),
+            waiter: None,
+            wait_fds: Vec::with_capacity(streams.len()),
             streams,
         };
         Ok((transport, traffic))
@@ -214,6 +220,20 @@ impl Transport for TcpTransport {
         deliver: &mut Deliver<'_>,
     ) -> Result<u64, TransportError> {
         if mode == RecvMode::Spin {
+            if let Some(waiter) = &mut self.waiter {
+                self.wait_fds.clear();
+                for &peer in from {
+                    if let Some(stream) = &self.streams[peer] {
+                        self.wait_fds.push(stream.stream.as_raw_fd());
+                    }
+                }
+                if !waiter
+                    .worth_reading(&self.wait_fds)
+                    .map_err(TransportError::io("TCP wait"))?
+                {
+                    return Ok(1);
+                }
+            }
             let mut empty_polls = 0;
             for &peer in from {
                 empty_polls += self.read_needed(peer, deliver)?;
@@ -244,5 +264,17 @@ impl Transport for TcpTransport {
 
     fn kernel_drops(&self) -> Option<u64> {
         None
+    }
+
+    fn set_wait(&mut self, mode: WaitMode) -> Result<(), TransportError> {
+        let fds: Vec<_> = self
+            .streams
+            .iter()
+            .flatten()
+            .map(|s| s.stream.as_raw_fd())
+            .collect();
+        self.waiter =
+            Some(Waiter::new(mode, &fds).map_err(TransportError::io("set up the wait mode"))?);
+        Ok(())
     }
 }

@@ -5,8 +5,11 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
+use std::os::fd::AsRawFd;
+
+use super::wait::Waiter;
 use super::{Deliver, Transport, TransportError, remaining, sys, udp_drops};
-use crate::modes::RecvMode;
+use crate::modes::{RecvMode, WaitMode};
 
 /// How long one blocking receive sleeps before the caller rechecks its
 /// deadline (and, in the handshake, resends its hello).
@@ -22,6 +25,7 @@ pub struct UdpTransport {
     peers: Vec<SocketAddr>,
     buffer: Vec<u8>,
     nonblocking: bool,
+    waiter: Option<Waiter>,
 }
 
 impl UdpTransport {
@@ -41,6 +45,7 @@ impl UdpTransport {
             peers: peers.to_vec(),
             buffer: vec![0; DATAGRAM_BUFFER_BYTES],
             nonblocking: false,
+            waiter: None,
         })
     }
 
@@ -104,6 +109,14 @@ impl Transport for UdpTransport {
         deliver: &mut Deliver<'_>,
     ) -> Result<u64, TransportError> {
         self.set_mode(mode)?;
+        if mode == RecvMode::Spin
+            && let Some(waiter) = &mut self.waiter
+            && !waiter
+                .worth_reading(&[self.socket.as_raw_fd()])
+                .map_err(TransportError::io("UDP wait"))?
+        {
+            return Ok(1);
+        }
         match self.socket.recv_from(&mut self.buffer) {
             Ok((len, _)) => {
                 deliver(&self.buffer[..len], None);
@@ -125,5 +138,13 @@ impl Transport for UdpTransport {
 
     fn kernel_drops(&self) -> Option<u64> {
         udp_drops::socket_drops(&self.socket)
+    }
+
+    fn set_wait(&mut self, mode: WaitMode) -> Result<(), TransportError> {
+        self.waiter = Some(
+            Waiter::new(mode, &[self.socket.as_raw_fd()])
+                .map_err(TransportError::io("set up the wait mode"))?,
+        );
+        Ok(())
     }
 }

@@ -9,4 +9,5 @@ pub mod jobs;
 pub mod local;
 pub mod outside_load;
 pub mod overhead;
+pub mod overhead_syscalls;
 pub mod solo_agent;

@@ -11,6 +11,9 @@
 //!   switch runs `sched_switch`, whose map lookups miss);
 //! - `managed`: the ping-pong process adopted by the agent (lookups hit and
 //!   the per-task counters are updated on every switch).
+//!
+//! The same three modes time the system calls the waiting detectors watch
+//! (see [`super::overhead_syscalls`]), by one thread of this process.
 use std::{
     io::{Read as _, Write as _},
     path::{Path, PathBuf},
@@ -21,7 +24,11 @@ use std::{
 use anyhow::{Context as _, bail};
 use serde::Serialize;
 
-use super::{jobs::median, solo_agent::SoloAgent};
+use super::{
+    jobs::median,
+    overhead_syscalls::{CALLS, CallCost, SyscallLoop},
+    solo_agent::SoloAgent,
+};
 
 #[derive(Clone, Debug, Serialize)]
 pub struct OverheadReport {
@@ -38,10 +45,14 @@ pub struct OverheadReport {
     /// The kernel's own BPF stats: mean run time of `sched_switch` per run
     /// (includes the stats' own timing overhead).
     pub kernel_sched_switch_ns_per_run: f64,
+    /// Calls made per system-call sample.
+    pub calls_per_sample: u64,
+    /// ns per waiting-detector system call, per mode.
+    pub syscalls: Vec<CallCost>,
     pub samples: Vec<(String, f64)>,
 }
 
-fn pin(cpu: usize) -> anyhow::Result<()> {
+pub(super) fn pin(cpu: usize) -> anyhow::Result<()> {
     // SAFETY: cpu_set_t is plain data.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     unsafe { libc::CPU_SET(cpu, &mut set) };
@@ -125,6 +136,11 @@ fn sched_switch_cost(agent: &SoloAgent) -> anyhow::Result<(f64, f64)> {
     ))
 }
 
+/// ns per call of every kind in [`CALLS`].
+fn call_costs(sys: &SyscallLoop, calls: u64) -> anyhow::Result<Vec<f64>> {
+    CALLS.iter().map(|&c| sys.measure(c, calls)).collect()
+}
+
 pub fn run(
     agent_bin: &Path,
     repetitions: usize,
@@ -134,16 +150,38 @@ pub fn run(
     let dir = tempfile_dir()?;
     let pp = PingPong::start(cpu)?;
     pp.measure(round_trips / 10)?; // warm up
+    // Syscalls are cheaper than a switch: more of them per sample.
+    let calls = round_trips * 5;
+    let sys = SyscallLoop::start(cpu)?;
+    call_costs(&sys, calls / 10)?; // warm up
+    // Per call kind: (baseline, attached, managed) per repetition.
+    let mut per_call: Vec<[Vec<f64>; 3]> = CALLS.iter().map(|_| Default::default()).collect();
     let (mut base, mut att, mut man, mut samples) = (vec![], vec![], vec![], vec![]);
     let (mut d_att, mut d_man) = (vec![], vec![]);
     let (mut runs, mut secs) = (0.0, 0.0);
     for rep in 0..repetitions {
         let b = pp.measure(round_trips)?;
+        let sb = call_costs(&sys, calls)?;
         let agent = SoloAgent::start(agent_bin, &dir, "local")?;
         std::thread::sleep(Duration::from_millis(200));
         let a = pp.measure(round_trips)?;
+        let sa = call_costs(&sys, calls)?;
         agent.adopt(1, "pingpong", vec![std::process::id()])?;
         let m = pp.measure(round_trips)?;
+        let sm = call_costs(&sys, calls)?;
+        for (i, call) in CALLS.iter().enumerate() {
+            eprintln!(
+                "  rep {}: {}: baseline {:.0} ns, attached {:.0} ns, managed {:.0} ns per call",
+                rep + 1,
+                call.as_str(),
+                sb[i],
+                sa[i],
+                sm[i]
+            );
+            for (mode, v) in [sb[i], sa[i], sm[i]].into_iter().enumerate() {
+                per_call[i][mode].push(v);
+            }
+        }
         let (r, s) = sched_switch_cost(&agent)?;
         runs += r;
         secs += s;
@@ -164,6 +202,21 @@ pub fn run(
         man.push(m);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    let syscalls = CALLS
+        .iter()
+        .zip(per_call)
+        .map(|(&call, [b, a, m])| {
+            let diff = |x: &[f64]| median(x.iter().zip(&b).map(|(x, b)| x - b).collect::<Vec<_>>());
+            CallCost {
+                call,
+                added_ns_attached: diff(&a),
+                added_ns_managed: diff(&m),
+                baseline_ns: median(b),
+                attached_ns: median(a),
+                managed_ns: median(m),
+            }
+        })
+        .collect();
     Ok(OverheadReport {
         round_trips_per_sample: round_trips,
         repetitions,
@@ -178,6 +231,8 @@ pub fn run(
         } else {
             f64::NAN
         },
+        calls_per_sample: calls,
+        syscalls,
         samples,
     })
 }

@@ -131,6 +131,11 @@ struct LocalArgs {
     /// Workloads, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_enum)]
     workloads: Vec<Workload>,
+    /// How the spinning jobs wait (cosched-synth --wait): recv (non-blocking
+    /// receives, the default), poll (OpenMPI 4), epoll (OpenMPI 5, UCX),
+    /// yield (MPICH).
+    #[arg(long, value_enum)]
+    wait: Option<local::SpinWait>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -145,6 +150,7 @@ impl LocalArgs {
             duration_s: self.duration,
             policies: or_default(self.policies, defaults.policies),
             workloads: or_default(self.workloads, defaults.workloads),
+            wait: self.wait,
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
@@ -235,6 +241,18 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 r.added_ns_managed,
                 r.kernel_sched_switch_ns_per_run
             );
+            println!("median ns per system call (waiting detectors; getppid is watched by none):");
+            for c in &r.syscalls {
+                println!(
+                    "  {:<14} baseline {:.0}, programs attached {:.0} (+{:.0}), task managed {:.0} (+{:.0})",
+                    c.call.as_str(),
+                    c.baseline_ns,
+                    c.attached_ns,
+                    c.added_ns_attached,
+                    c.managed_ns,
+                    c.added_ns_managed
+                );
+            }
             if let Some(path) = json {
                 std::fs::write(&path, serde_json::to_string_pretty(&r)?)
                     .with_context(|| format!("writing {}", path.display()))?;

@@ -27,6 +27,7 @@ pub struct Matrix {
     pub policies: Vec<String>,
     pub reps: usize,
     pub duration_s: f64,
+    pub wait: Option<super::SpinWait>,
 }
 
 /// The rows, and whether Ctrl-C cut the bench short.
@@ -110,7 +111,7 @@ pub fn dedicated_of(baselines: &Baselines, slots: &[JobSlot]) -> anyhow::Result<
 
 /// Runs every cell of `m`; never fails as a whole (failures are rows).
 pub fn run(cluster: &Cluster, synth: &str, m: &Matrix) -> Measured {
-    let mut ids = Allocator::default();
+    let mut ids = Allocator::waiting_by(m.wait);
     let mut baselines = Baselines::new();
     let mut rows = Vec::new();
     for &workload in &m.workloads {

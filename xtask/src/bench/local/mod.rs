@@ -24,6 +24,7 @@ use std::{path::PathBuf, time::Duration};
 
 use anyhow::bail;
 
+pub use self::runner::SpinWait;
 use self::{matrix::Matrix, rows::Row, summary::summarise, workloads::Workload};
 use super::common::{BenchBinaries, with_own_cluster, write_outputs};
 use crate::{
@@ -40,6 +41,9 @@ pub struct LocalOptions {
     pub duration_s: f64,
     pub policies: Vec<String>,
     pub workloads: Vec<Workload>,
+    /// How the spinning jobs wait (`cosched-synth --wait`): None keeps
+    /// the synth's default (non-blocking receives).
+    pub wait: Option<SpinWait>,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
     /// Build the workspace (release) first; off to reuse the binaries in
@@ -56,6 +60,7 @@ impl Default for LocalOptions {
             duration_s: 2.0,
             policies: policies::ALL.iter().map(|p| p.to_string()).collect(),
             workloads: Workload::ALL.to_vec(),
+            wait: None,
             json: None,
             svg: None,
             build: true,
@@ -100,6 +105,7 @@ impl LocalOptions {
             policies: self.policies.clone(),
             reps: self.reps,
             duration_s: self.duration_s,
+            wait: self.wait,
         }
     }
 }
@@ -128,13 +134,14 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
     say(
         "bench",
         format!(
-            "local policies: {} workload(s) x MPL {:?} x {} policies x {} rep(s) of {} s on {} nodes",
+            "local policies: {} workload(s) x MPL {:?} x {} policies x {} rep(s) of {} s on {} nodes, spinning jobs wait by {}",
             m.workloads.len(),
             m.mpls,
             m.policies.len(),
             m.reps,
             m.duration_s,
-            opts.nodes
+            opts.nodes,
+            m.wait.map_or("recv", SpinWait::as_str)
         ),
     );
     let up = UpOptions {

@@ -28,6 +28,7 @@ const PORT_BLOCKS: u32 = 64;
 pub struct Allocator {
     next_job_id: u32,
     runs: u32,
+    wait: Option<SpinWait>,
 }
 
 impl Default for Allocator {
@@ -35,11 +36,52 @@ impl Default for Allocator {
         Self {
             next_job_id: 1000,
             runs: 0,
+            wait: None,
         }
     }
 }
 
+/// How spinning jobs wait (`cosched-synth --wait`), like a message-passing
+/// library: see the synth's help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SpinWait {
+    Recv,
+    Poll,
+    Epoll,
+    Yield,
+}
+
+impl SpinWait {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpinWait::Recv => "recv",
+            SpinWait::Poll => "poll",
+            SpinWait::Epoll => "epoll",
+            SpinWait::Yield => "yield",
+        }
+    }
+}
+
+/// `args` with `--wait` for a job that spins (blocking jobs never poll).
+fn with_wait(mut args: Vec<String>, wait: Option<SpinWait>) -> Vec<String> {
+    let spins = args.windows(2).any(|w| w[0] == "--recv" && w[1] == "spin");
+    if let Some(wait) = wait
+        && spins
+    {
+        args.extend(["--wait".to_string(), wait.as_str().to_string()]);
+    }
+    args
+}
+
 impl Allocator {
+    /// An allocator whose spinning jobs wait by `wait`.
+    pub fn waiting_by(wait: Option<SpinWait>) -> Self {
+        Self {
+            wait,
+            ..Self::default()
+        }
+    }
+
     /// The agents' plans for one run, grouped by slot: one plan with a rank
     /// on every node, or one size-1 plan per node.
     pub fn plans(
@@ -67,7 +109,7 @@ impl Allocator {
                     name: slot.label.clone(),
                     nodes: node_set,
                     port: first_port + port_index,
-                    args: slot.kind.synth_args(duration_s),
+                    args: with_wait(slot.kind.synth_args(duration_s), self.wait),
                 });
                 self.next_job_id += 1;
                 port_index += 1;
@@ -134,8 +176,18 @@ pub fn run_once(
 
 #[cfg(test)]
 mod tests {
-    use super::super::workloads::Workload;
+    use super::super::workloads::{JobType, Workload};
     use super::*;
+
+    #[test]
+    fn only_spinning_jobs_get_the_wait_mode() {
+        let spin = || JobType::FineSpin.synth_args(1.0);
+        let args = with_wait(spin(), Some(SpinWait::Poll));
+        assert!(args.ends_with(&["--wait".to_string(), "poll".to_string()]));
+        assert_eq!(with_wait(spin(), None), spin(), "the synth's default");
+        let blocking = JobType::Blocking.synth_args(1.0);
+        assert_eq!(with_wait(blocking.clone(), Some(SpinWait::Yield)), blocking);
+    }
 
     #[test]
     fn every_job_gets_its_own_id_and_port_and_runs_rotate_ports() {
