@@ -166,14 +166,20 @@ async fn a_forged_frame_after_registering_is_dropped_and_the_link_goes_on() {
         other => panic!("expected the good frame, got {other:?}"),
     }
     assert_eq!(rejected(&harness.metrics, "bad_tag"), 1);
-    // A replayed frame is refused too.
+    // A replayed frame is refused too. (Waited for before the agent side
+    // goes: the coordinator's pending heartbeat to this agent, which never
+    // reads, could otherwise fail first and end the link unread.)
     harness.agent.write_all(&good).await.unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while rejected(&harness.metrics, "replay") == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    assert_eq!(rejected(&harness.metrics, "replay"), 1);
     drop(harness.agent);
     match harness.events.recv().await.unwrap() {
         ConnEvent::Closed { .. } => {}
         other => panic!("expected the close, got {other:?}"),
     }
-    assert_eq!(rejected(&harness.metrics, "replay"), 1);
 }
 
 #[tokio::test]
