@@ -11,6 +11,7 @@
 //!
 //! Per task, everything lives in one [`TaskState`](crate::registry::TaskState)
 //! in the registry; [`Engine::forget_task`] is the one way a task goes.
+mod attach;
 mod driving;
 mod events;
 pub mod execute;
@@ -33,6 +34,7 @@ use cosched_proto::{
     job::JobId,
 };
 
+pub use attach::AttachRequest;
 pub use gang::Gang;
 pub use plan::level_attr;
 
@@ -59,6 +61,12 @@ pub enum EngineError {
     NoProcess,
     #[error("refused: {0}")]
     Refused(#[from] Refusal),
+    #[error("cannot attach cgroup {0}")]
+    NoSuchCgroup(String),
+    #[error("cannot join: {0}")]
+    NotJoinable(String),
+    #[error("{0}")]
+    BadName(String),
     #[error("kernel: {0}")]
     Io(#[from] std::io::Error),
 }
