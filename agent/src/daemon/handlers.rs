@@ -133,6 +133,27 @@ impl<K: Kernel> Daemon<K> {
                         node.launched(job, rank, result);
                     }
                 }
+                coord::Action::Expect(expect) => {
+                    let (job, rank) = (expect.job_id, expect.rank);
+                    if self.engine.job(job).is_some() && !self.engine.job_running(job) {
+                        let _ = self.engine.forget_job(job);
+                    }
+                    let result = self
+                        .engine
+                        .expect_job(job, &expect.name, rank)
+                        .map_err(|e| e.to_string());
+                    match &result {
+                        Ok(()) => {
+                            tracing::info!(job, rank, "expecting an attached job's processes")
+                        }
+                        Err(reason) => {
+                            tracing::warn!(job, rank, %reason, "cannot expect the attached job")
+                        }
+                    }
+                    if let Some(node) = &mut self.coord {
+                        node.launched(job, rank, result);
+                    }
+                }
                 coord::Action::Cancel(job) => {
                     self.kill(job);
                 }
