@@ -84,7 +84,7 @@ impl<K: Kernel> Engine<K> {
                     .cgroup2_dir(&path)
                     .map_err(|e| EngineError::NoSuchCgroup(format!("{path}: {e}")))?;
                 let processes = self.cgroup_processes(&dir)?;
-                for (&pid, _) in &processes {
+                for &pid in processes.keys() {
                     self.check_process(pid, None, to_node)?;
                 }
                 self.reserve_job(id, &req.name, 0, req.sched)?;
