@@ -4,12 +4,13 @@
 //!
 //! - OpenMPI 4 (`mpirun`/`orterun`): `OMPI_MCA_orte_launch_agent`, the
 //!   command its rsh/ssh launcher runs on each node instead of `orted`,
-//!   becomes `cosched join --job J -- orted` (an existing value is wrapped
+//!   becomes `cosched join --job J --daemon -- orted` (an existing value is wrapped
 //!   instead). OpenMPI 5 / PRRTE read `PRTE_MCA_prte_launch_agent`
 //!   (`prted`), set the same way.
 //! - Everything else (MPICH hydra's `-launcher-exec` script, a Slurm
-//!   TaskProlog, a plain ssh loop) reads `COSCHED_ATTACHED_JOB` and
-//!   `COSCHED_JOIN` (the prefix to put before a command) from the
+//!   TaskProlog, a plain ssh loop) reads `COSCHED_ATTACHED_JOB`,
+//!   `COSCHED_JOIN` (the prefix to put before a rank's command) and
+//!   `COSCHED_JOIN_DAEMON` (before a per-node daemon's) from the
 //!   environment; see docs/launchers.md.
 
 use std::collections::BTreeMap;
@@ -18,6 +19,9 @@ use std::collections::BTreeMap;
 pub const JOB_ENV: &str = "COSCHED_ATTACHED_JOB";
 /// The prefix that joins a command to the job: `cosched join --job J --`.
 pub const JOIN_ENV: &str = "COSCHED_JOIN";
+/// The prefix for a launcher's per-node daemon (followed, never stopped):
+/// `cosched join --job J --daemon --`.
+pub const JOIN_DAEMON_ENV: &str = "COSCHED_JOIN_DAEMON";
 /// OpenMPI 4's launch agent (default `orted`).
 pub const OMPI_LAUNCH_AGENT: &str = "OMPI_MCA_orte_launch_agent";
 /// OpenMPI 5 / PRRTE's launch agent (default `prted`).
@@ -32,14 +36,16 @@ pub fn launcher_env(
     get: impl Fn(&str) -> Option<String>,
 ) -> BTreeMap<String, String> {
     let join = format!("{cosched} join --job {job} --");
+    let daemon = format!("{cosched} join --job {job} --daemon --");
     let mut env = BTreeMap::new();
     env.insert(JOB_ENV.to_string(), job.to_string());
-    env.insert(JOIN_ENV.to_string(), join.clone());
+    env.insert(JOIN_ENV.to_string(), join);
+    env.insert(JOIN_DAEMON_ENV.to_string(), daemon.clone());
     for (var, default) in [(OMPI_LAUNCH_AGENT, "orted"), (PRTE_LAUNCH_AGENT, "prted")] {
         let agent = get(var)
             .filter(|value| !value.trim().is_empty())
             .unwrap_or_else(|| default.to_string());
-        env.insert(var.to_string(), format!("{join} {agent}"));
+        env.insert(var.to_string(), format!("{daemon} {agent}"));
     }
     env
 }
@@ -65,11 +71,11 @@ mod tests {
         assert_eq!(env[JOIN_ENV], "/usr/bin/cosched join --job 7 --");
         assert_eq!(
             env[OMPI_LAUNCH_AGENT],
-            "/usr/bin/cosched join --job 7 -- orted"
+            "/usr/bin/cosched join --job 7 --daemon -- orted"
         );
         assert_eq!(
             env[PRTE_LAUNCH_AGENT],
-            "/usr/bin/cosched join --job 7 -- prted"
+            "/usr/bin/cosched join --job 7 --daemon -- prted"
         );
     }
 
@@ -80,7 +86,7 @@ mod tests {
         });
         assert_eq!(
             env[OMPI_LAUNCH_AGENT],
-            "cosched join --job 7 -- /opt/ompi/bin/orted --debug"
+            "cosched join --job 7 --daemon -- /opt/ompi/bin/orted --debug"
         );
     }
 }

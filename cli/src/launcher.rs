@@ -119,6 +119,7 @@ pub fn join(
     job: u32,
     pid: Option<u32>,
     move_to_node: bool,
+    daemon: bool,
     wait: Duration,
     command: &[String],
 ) -> ExitCode {
@@ -126,7 +127,7 @@ pub fn join(
     if pid.is_none() && command.is_empty() {
         return fail("nothing to run: `cosched join --job J -- COMMAND ...` (or --pid PID)");
     }
-    if let Err(error) = node::join(socket, job, target, move_to_node, wait) {
+    if let Err(error) = node::join(socket, job, target, move_to_node, daemon, wait) {
         return fail(format!("joining job {job}: {error}"));
     }
     if pid.is_some() {

@@ -126,6 +126,11 @@ enum Command {
         /// Narrow processes allowed outside the node's CPUs to them.
         #[arg(long)]
         move_to_node: bool,
+        /// The command is the launcher's per-node daemon (orted,
+        /// hydra_pmi_proxy): followed, so what it starts joins the job, but
+        /// never stopped or demoted itself.
+        #[arg(long)]
+        daemon: bool,
         /// Seconds to wait for the agent to learn about the job.
         #[arg(long, default_value_t = 10.0)]
         wait: f64,
@@ -287,12 +292,21 @@ fn main() -> ExitCode {
             job,
             pid,
             move_to_node,
+            daemon,
             wait,
             agent_socket,
             command,
         } => {
             let wait = Duration::from_secs_f64(wait.max(0.0));
-            return launcher::join(&agent_socket, job, pid, move_to_node, wait, &command);
+            return launcher::join(
+                &agent_socket,
+                job,
+                pid,
+                move_to_node,
+                daemon,
+                wait,
+                &command,
+            );
         }
         Command::Node {
             agent_socket,

@@ -33,6 +33,7 @@ pub fn join(
     job_id: u32,
     pid: u32,
     move_to_node: bool,
+    daemon: bool,
     wait: Duration,
 ) -> Result<u32, String> {
     let deadline = std::time::Instant::now() + wait;
@@ -40,6 +41,7 @@ pub fn join(
         job_id,
         pid,
         move_to_node,
+        daemon,
     };
     loop {
         match call(socket, &request, Duration::from_secs(10)) {

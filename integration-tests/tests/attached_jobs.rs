@@ -278,6 +278,7 @@ fn bad_attach_and_join_input_is_refused_clearly_and_changes_nothing() {
             job_id,
             pid: free,
             move_to_node: false,
+            daemon: false,
         });
         if why.is_empty() {
             continue; // joining a tree job is allowed; covered elsewhere

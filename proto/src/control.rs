@@ -63,6 +63,11 @@ pub enum Request {
         pid: u32,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         move_to_node: bool,
+        /// `pid` is the launcher's per-node daemon (orted,
+        /// hydra_pmi_proxy): followed (the ranks it starts join the job)
+        /// but never stopped, demoted or boosted itself.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        daemon: bool,
     },
     /// All jobs the agent knows (running and recently finished).
     Jobs,
@@ -313,6 +318,7 @@ mod tests {
                 job_id: 4,
                 pid: 9,
                 move_to_node: false,
+                daemon: true,
             },
             Request::Jobs,
             Request::Wait {

@@ -278,7 +278,8 @@ impl<K: Kernel> Daemon<K> {
                 job_id,
                 pid,
                 move_to_node,
-            } => match self.engine.join(job_id, pid, move_to_node) {
+                daemon,
+            } => match self.engine.join(job_id, pid, move_to_node, daemon) {
                 Ok(tasks) => {
                     tracing::info!(job = job_id, pid, tasks, "joined");
                     Response::Ok(Reply::Joined { job_id, tasks })

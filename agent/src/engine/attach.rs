@@ -129,7 +129,18 @@ impl<K: Kernel> Engine<K> {
 
     /// Adds process `pid` and its descendants to running job `id`. A
     /// process already in the job (a join under a joined process) is fine.
-    pub fn join(&mut self, id: JobId, pid: u32, to_node: bool) -> Result<u32, EngineError> {
+    /// With `daemon`, `pid` is the launcher's per-node daemon (orted,
+    /// hydra_pmi_proxy): followed, so the ranks it forks join the job, but
+    /// never stopped, demoted or boosted itself. OpenMPI's orted forwards
+    /// the SIGCONT of every slice to its ranks (and logs each one), and a
+    /// stopped daemon misses the launcher's heartbeats and I/O forwarding.
+    pub fn join(
+        &mut self,
+        id: JobId,
+        pid: u32,
+        to_node: bool,
+        daemon: bool,
+    ) -> Result<u32, EngineError> {
         let job = self
             .reg
             .job(id)
@@ -155,7 +166,13 @@ impl<K: Kernel> Engine<K> {
         }
         let to_node = to_node || job.to_node;
         let pids = self.checked_tree(pid, Some(id), to_node)?;
-        self.take_tree(id, pid, &pids, to_node)
+        // Before it is taken: its first realisation is already Normal.
+        let new_daemon = daemon && self.daemons.insert(pid);
+        let taken = self.take_tree(id, pid, &pids, to_node);
+        if taken.is_err() && new_daemon {
+            self.daemons.remove(&pid);
+        }
+        taken
     }
 
     /// Kills an attached or adopted job's processes (every process with a

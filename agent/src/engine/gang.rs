@@ -56,6 +56,9 @@ impl<K: Kernel> Engine<K> {
         let Some(state) = self.reg.task(tid) else {
             return Level::Normal;
         };
+        if self.daemons.contains(&state.tgid) {
+            return Level::Normal;
+        }
         match &self.gang {
             Some(g) if !g.active.contains(&state.job) => {
                 if g.strict {

@@ -229,6 +229,9 @@ impl<K: Kernel> Engine<K> {
     /// handed back): its final counters go to its job, and the registry,
     /// the policy, the eBPF maps and the ledger all drop it.
     pub(super) fn forget_task(&mut self, tid: u32, now_ns: u64) {
+        if self.reg.task(tid).is_some_and(|s| s.tgid == tid) {
+            self.daemons.remove(&tid);
+        }
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         self.driver.task_exited(tid, now_ns);

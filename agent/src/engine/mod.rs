@@ -102,6 +102,10 @@ pub struct Engine<K: Kernel> {
     cpu_groups: Option<CpuGroups>,
     /// Processes adoption refuses besides the ones it recognises.
     protected: Protected,
+    /// Launcher daemons that joined a job (orted, hydra_pmi_proxy): their
+    /// threads are followed (their forks are the job's ranks) but always
+    /// left at Normal, never stopped or demoted.
+    daemons: HashSet<u32>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -140,6 +144,7 @@ impl<K: Kernel> Engine<K> {
             last_reload: None,
             events: Vec::new(),
             protected,
+            daemons: HashSet::new(),
         };
         engine.apply_wake_settings();
         engine.update_own_priority();

@@ -200,14 +200,14 @@ fn an_expected_job_takes_joins_and_ends_when_they_have_exited() {
     );
     e.k.spawn(100, SchedAttr::other(0));
     e.k.spawn_child(110, 100, SchedAttr::other(0));
-    assert_eq!(e.join(12, 100, false).unwrap(), 2);
+    assert_eq!(e.join(12, 100, false, false).unwrap(), 2);
     // A join from inside the job (a nested `cosched join`) is fine.
-    assert_eq!(e.join(12, 110, false).unwrap(), 0);
+    assert_eq!(e.join(12, 110, false, false).unwrap(), 0);
     assert_eq!(e.job(12).unwrap().rank, 1);
     e.k.exit(100, 10);
     e.k.exit(110, 10);
     assert_eq!(e.poll(20, 0.0), vec![12]);
-    let error = e.join(12, 100, false).unwrap_err().to_string();
+    let error = e.join(12, 100, false, false).unwrap_err().to_string();
     assert!(error.contains("ended"), "{error}");
 }
 
@@ -224,7 +224,7 @@ fn joins_are_refused_for_unknown_launched_and_cgroup_jobs() {
         (1, "only attached jobs take joins"),
         (2, "move the process into it"),
     ] {
-        let error = e.join(job, 100, false).unwrap_err().to_string();
+        let error = e.join(job, 100, false, false).unwrap_err().to_string();
         assert!(error.contains(why), "{job}: {error}");
     }
     assert!(e.reg.task(100).is_none());
@@ -271,4 +271,31 @@ fn a_child_forked_after_its_tree_was_taken_is_not_taken_twice() {
     // The same fork reported again (a tree taken after the fork).
     fork(&mut e, 100, 101, 5);
     assert_eq!(e.job(5).unwrap().live.len(), 2);
+}
+
+#[test]
+fn a_launcher_daemon_is_followed_but_never_stopped_while_its_ranks_are() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    e.set_gang(Some(Gang {
+        active: [99].into(),
+        strict: true,
+    }));
+    e.k.spawn(100, SchedAttr::other(0)); // orted
+    e.k.spawn_thread(101, 100, SchedAttr::other(0));
+    e.k.spawn_child(110, 100, SchedAttr::other(0)); // a rank
+    assert_eq!(e.join(12, 100, false, true).unwrap(), 3);
+    assert!(!e.k.tasks[&100].stopped && !e.k.tasks[&101].stopped);
+    assert!(e.k.tasks[&110].stopped, "its rank follows the slices");
+    // A rank forked later is the job's, not a daemon.
+    fork(&mut e, 100, 120, 12);
+    e.k.tasks.get_mut(&120).unwrap().tgid = 120;
+    e.reg.task_mut(120).unwrap().tgid = 120;
+    e.set_gang(None);
+    e.set_gang(Some(Gang {
+        active: [99].into(),
+        strict: true,
+    }));
+    assert!(e.k.tasks[&120].stopped);
+    assert!(!e.k.tasks[&100].stopped);
 }
