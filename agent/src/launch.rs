@@ -195,6 +195,17 @@ pub fn kill_job(cgroup: Option<&Path>, pids: &[u32]) {
     }
 }
 
+/// SIGKILLs each process (not its group: a job the agent did not launch
+/// may share its group with its launcher, e.g. mpirun).
+pub fn kill_processes(pids: &[u32]) {
+    for &p in pids {
+        // SAFETY: a plain syscall on a positive pid.
+        unsafe {
+            libc::kill(p as i32, libc::SIGKILL);
+        }
+    }
+}
+
 /// Removes an empty job cgroup (best effort: it may still hold a zombie).
 pub fn remove_cgroup(dir: &Path) {
     let _ = fs::remove_dir(dir);

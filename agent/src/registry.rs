@@ -15,6 +15,32 @@ use cosched_proto::{
 
 use crate::engine::plan::Realisation;
 
+/// What makes a task part of a job.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Membership {
+    /// The processes the agent launched or was given by pid, and whatever
+    /// they fork.
+    #[default]
+    Processes,
+    /// Process trees: each root, its descendants when it was taken, and
+    /// whatever they fork (joins add trees). Also an attached job the
+    /// coordinator told this agent to expect, before and after joins.
+    Trees,
+    /// Every task of a cgroup-v2 directory: tasks that enter it later are
+    /// taken at the next poll, tasks that leave it are handed back.
+    Cgroup(std::path::PathBuf),
+}
+
+impl Membership {
+    /// Whether the job's processes belong to someone else's accounting
+    /// (a launcher's, Slurm's, systemd's, a container runtime's cgroup):
+    /// the agent then never moves them between cgroups, in any hierarchy,
+    /// and realises levels with attributes only.
+    pub fn keeps_cgroups(&self) -> bool {
+        !matches!(self, Membership::Processes)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Job {
     pub id: JobId,
@@ -37,6 +63,18 @@ pub struct Job {
     pub boosts: u64,
     /// Recent reaction latencies (µs) of actions triggered by the job's arrivals.
     pub latencies: LatencySamples,
+    /// What makes a task part of the job.
+    pub membership: Membership,
+    /// Expected from the coordinator (an attached job): processes join it.
+    pub expected: bool,
+    /// Cancelled: it ends once no task is left, even if none ever came.
+    pub cancelled: bool,
+    /// Processes taken later (cgroup arrivals, joins) are narrowed to the
+    /// node's CPUs, as asked at adoption.
+    pub to_node: bool,
+    /// Processes a cgroup job saw but could not take (refused, or held by
+    /// another job), so each is logged once.
+    pub passed_over: BTreeSet<u32>,
     /// Order in which jobs finished, for retention.
     finished_seq: u64,
 }
@@ -236,6 +274,11 @@ impl Registry {
                 actions: 0,
                 boosts: 0,
                 latencies: LatencySamples::default(),
+                membership: Membership::Processes,
+                expected: false,
+                cancelled: false,
+                to_node: false,
+                passed_over: BTreeSet::new(),
                 finished_seq: 0,
             },
         );

@@ -1,5 +1,8 @@
 //! `cosched`: talk to the coordinator (submit, list, cancel jobs; show the
-//! matrix and nodes; switch the global policy).
+//! matrix and nodes; switch the global policy), to one node's agent
+//! (`node ...`), and run jobs that a launcher starts (`attach`, `join`).
+mod launcher;
+
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
@@ -84,6 +87,104 @@ enum Command {
         #[command(subcommand)]
         action: Option<PolicyAction>,
     },
+    /// Run a launcher (mpirun, mpiexec, srun, a script) as a coscheduled job
+    /// on the given nodes: `cosched attach --name ring --nodes n0,n1 -- mpirun
+    /// ...`. Registers the job with the coordinator, runs the launcher with
+    /// an environment that starts each node's daemon under `cosched join`
+    /// (OpenMPI automatically; see docs/launchers.md for MPICH and Slurm),
+    /// tells the coordinator when the launcher exits, and exits with its code.
+    Attach {
+        #[arg(long)]
+        name: String,
+        /// The nodes the launcher runs the job on (coordinator node names).
+        #[arg(long, value_delimiter = ',', required = true)]
+        nodes: Vec<String>,
+        /// `be` (default) or `rt:<period_ns>:<frames>:<work_ns>`.
+        #[arg(long, default_value = "be")]
+        class: String,
+        /// Never pair this job with another (paired gang).
+        #[arg(long)]
+        exclusive: bool,
+        /// The `cosched` the nodes run for `join` (default: this binary's
+        /// path, which must then exist on every node).
+        #[arg(long)]
+        join_command: Option<String>,
+        /// The launcher and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        launcher: Vec<String>,
+    },
+    /// Join this process (and so everything it starts) to attached job JOB
+    /// on this node, then exec the command: `cosched join --job 7 -- orted
+    /// ...`. With `--pid`, joins that process and its descendants instead
+    /// and runs nothing.
+    Join {
+        #[arg(long)]
+        job: u32,
+        /// Join this running process (and its descendants) instead.
+        #[arg(long, conflicts_with = "command")]
+        pid: Option<u32>,
+        /// Narrow processes allowed outside the node's CPUs to them.
+        #[arg(long)]
+        move_to_node: bool,
+        /// The command is the launcher's per-node daemon (orted,
+        /// hydra_pmi_proxy): followed, so what it starts joins the job, but
+        /// never stopped or demoted itself.
+        #[arg(long)]
+        daemon: bool,
+        /// Seconds to wait for the agent to learn about the job.
+        #[arg(long, default_value_t = 10.0)]
+        wait: f64,
+        #[arg(
+            long,
+            env = "COSCHED_AGENT_SOCKET",
+            default_value = cosched::node::DEFAULT_AGENT_SOCKET
+        )]
+        agent_socket: PathBuf,
+        /// The command to exec once joined (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
+    /// One node's agent, through its control socket (root only).
+    Node {
+        #[arg(
+            long,
+            env = "COSCHED_AGENT_SOCKET",
+            default_value = cosched::node::DEFAULT_AGENT_SOCKET
+        )]
+        agent_socket: PathBuf,
+        #[command(subcommand)]
+        action: NodeAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum NodeAction {
+    /// Jobs the agent manages (launched, adopted, attached).
+    Jobs,
+    /// Manage running processes that something else launched: every task
+    /// of a cgroup-v2 directory (now and later), or a process and all its
+    /// descendants.
+    Adopt {
+        /// A cgroup-v2 directory: /sys/fs/cgroup/... or as /proc/PID/cgroup
+        /// shows it.
+        #[arg(long)]
+        cgroup: Option<String>,
+        /// A process: it and all its descendants (and their later children).
+        #[arg(long)]
+        pid: Option<u32>,
+        #[arg(long, default_value = "adopted")]
+        name: String,
+        /// Job id (default: the agent picks a free local one).
+        #[arg(long)]
+        job_id: Option<u32>,
+        /// Narrow processes allowed outside the node's CPUs to them instead
+        /// of refusing them.
+        #[arg(long)]
+        move_to_node: bool,
+    },
+    /// Hand a job back: every task gets back what the agent changed; its
+    /// processes keep running.
+    Release { job: u32 },
 }
 
 #[derive(Subcommand)]
@@ -125,11 +226,21 @@ fn request(command: Command) -> Result<Request, String> {
         Command::Policy {
             action: Some(PolicyAction::Set { policy }),
         } => Request::SetPolicy { policy },
+        Command::Attach { .. } | Command::Join { .. } | Command::Node { .. } => {
+            unreachable!("main runs these itself")
+        }
     })
 }
 
 fn render(reply: &Reply, policy_only: bool) -> String {
     match reply {
+        Reply::Attached { job } => format!(
+            "job {} attached in row {} on {}\n",
+            job.id,
+            job.row.map_or_else(|| "-".into(), |row| row.to_string()),
+            job.nodes.join(",")
+        ),
+        Reply::Detached { job } => format!("job {} ended ({})\n", job.id, job.state.as_str()),
         Reply::Submitted { job } => match job.queue_position {
             Some(position) => format!("job {} queued (position {position})\n", job.id),
             None => format!(
@@ -152,6 +263,57 @@ fn render(reply: &Reply, policy_only: bool) -> String {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
+    match cli.command {
+        Command::Attach {
+            name,
+            nodes,
+            class,
+            exclusive,
+            join_command,
+            launcher,
+        } => {
+            let job = match args::parse_class(&class) {
+                Ok(class) => cosched_coordinator::admin::protocol::Attachment {
+                    name,
+                    nodes,
+                    command: launcher.clone(),
+                    class,
+                    exclusive,
+                },
+                Err(message) => {
+                    eprintln!("cosched: {message}");
+                    return ExitCode::from(2);
+                }
+            };
+            return launcher::attach(&cli.socket, timeout, job, join_command, &launcher);
+        }
+        Command::Join {
+            job,
+            pid,
+            move_to_node,
+            daemon,
+            wait,
+            agent_socket,
+            command,
+        } => {
+            let wait = Duration::from_secs_f64(wait.max(0.0));
+            return launcher::join(
+                &agent_socket,
+                job,
+                pid,
+                move_to_node,
+                daemon,
+                wait,
+                &command,
+            );
+        }
+        Command::Node {
+            agent_socket,
+            action,
+        } => return launcher::node(&agent_socket, timeout, cli.json, action),
+        _ => {}
+    }
     let policy_only = matches!(cli.command, Command::Policy { action: None });
     let request = match request(cli.command) {
         Ok(request) => request,
@@ -160,7 +322,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let timeout = Duration::from_secs_f64(cli.timeout.max(0.1));
     let result = Client::connect(&cli.socket).and_then(|mut client| client.call(&request, timeout));
     match result {
         Ok(reply) => {

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use cosched_coordinator::admin::protocol::{JobView, MatrixView, NodeView, StatusView};
+use cosched_proto::control::{JobInfo, JobState};
 
 /// Left-aligned columns separated by two spaces; the last column is not
 /// padded.
@@ -207,6 +208,49 @@ pub fn status(status: &StatusView) -> String {
     )
 }
 
+/// The jobs one agent manages (`cosched node jobs`).
+pub fn agent_jobs(jobs: &[JobInfo]) -> String {
+    if jobs.is_empty() {
+        return "no jobs\n".into();
+    }
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|job| {
+            vec![
+                job.job_id.to_string(),
+                job.name.clone(),
+                job.rank.to_string(),
+                match &job.state {
+                    JobState::Running => "running".into(),
+                    JobState::Exited {
+                        signal: Some(signal),
+                        ..
+                    } => format!("killed (signal {signal})"),
+                    JobState::Exited {
+                        code: Some(code), ..
+                    } => format!("exited ({code})"),
+                    JobState::Exited { .. } => "ended".into(),
+                },
+                job.live_tasks.to_string(),
+                format!("{:.2}", job.stats.cpu_seconds),
+                if job.pids.is_empty() {
+                    "-".into()
+                } else {
+                    job.pids
+                        .iter()
+                        .map(u32::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                },
+            ]
+        })
+        .collect();
+    render(
+        &["JOB", "NAME", "RANK", "STATE", "TASKS", "CPU_S", "PIDS"],
+        &rows,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use cosched_coordinator::admin::protocol::JobStateView;
@@ -224,6 +268,7 @@ mod tests {
             queue_position: None,
             class: "be".into(),
             exclusive: false,
+            attached: false,
             cpu_percent: Some(42.04),
             predicted_percent: Some(40.0),
             prediction: None,
@@ -279,5 +324,24 @@ mod tests {
         let text = matrix(&view);
         assert!(text.contains("1*   2   ."), "{text}");
         assert!(text.contains("queue: 5"), "{text}");
+    }
+
+    #[test]
+    fn agent_jobs_show_state_tasks_and_pids() {
+        let job: JobInfo = serde_json::from_str(
+            r#"{"job_id":1073741824,"name":"mpi","rank":0,"state":{"state":"running"},
+                "pids":[10,11],"live_tasks":3,"stats":{"cpu_seconds":1.5,"spin_seconds":0,
+                "messages_observed":0,"receives":0,"empty_receives":0,"sends":0,
+                "switches_in":0,"switches_voluntary":0,"switches_preempted":0},
+                "stdout":null,"stderr":null}"#,
+        )
+        .unwrap();
+        let table = agent_jobs(&[job]);
+        assert!(table.starts_with("JOB"), "{table}");
+        assert!(
+            table.contains("1073741824  mpi   0     running  3      1.50   10,11"),
+            "{table}"
+        );
+        assert_eq!(agent_jobs(&[]), "no jobs\n");
     }
 }

@@ -394,6 +394,15 @@ impl Daemon {
         Ok(match request {
             // Never here: `on_admin` answers submissions once they are checked.
             Request::Submit { .. } => return Err("submit is answered asynchronously".into()),
+            Request::Attach { job } => {
+                self.metrics.jobs_submitted.inc();
+                Reply::Attached {
+                    job: self.core.attach(job, unix_ms())?,
+                }
+            }
+            Request::Detach { id, code } => Reply::Detached {
+                job: self.core.detach(id, code)?,
+            },
             Request::Jobs { all } => Reply::Jobs {
                 jobs: self.core.jobs_view(all),
             },
@@ -429,6 +438,8 @@ impl Daemon {
 fn op_name(request: &Request) -> &'static str {
     match request {
         Request::Submit { .. } => "submit",
+        Request::Attach { .. } => "attach",
+        Request::Detach { .. } => "detach",
         Request::Jobs { .. } => "jobs",
         Request::Job { .. } => "job",
         Request::Cancel { .. } => "cancel",

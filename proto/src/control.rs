@@ -40,6 +40,35 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         move_to_node: bool,
     },
+    /// Manage a job that something else launched: every task of a
+    /// cgroup-v2 directory (now and later; tasks that leave are released),
+    /// or a process and all its descendants (and later forks). Without
+    /// `job_id` the agent picks a free one at or above [`LOCAL_JOB_IDS`].
+    Attach {
+        #[serde(default)]
+        job_id: Option<JobId>,
+        name: String,
+        target: AttachTarget,
+        #[serde(default)]
+        sched: Option<SchedRequest>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        move_to_node: bool,
+    },
+    /// Add process `pid` and its descendants (and later forks) to a running
+    /// job that takes joins: one the coordinator told this agent to expect
+    /// (an attached job), or one adopted by `attach`. `cosched join` sends
+    /// its own pid, then execs the command.
+    Join {
+        job_id: JobId,
+        pid: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        move_to_node: bool,
+        /// `pid` is the launcher's per-node daemon (orted,
+        /// hydra_pmi_proxy): followed (the ranks it starts join the job)
+        /// but never stopped, demoted or boosted itself.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        daemon: bool,
+    },
     /// All jobs the agent knows (running and recently finished).
     Jobs,
     /// Wait until every process of the job has exited (or the timeout passes).
@@ -55,6 +84,23 @@ pub enum Request {
     Status,
     /// Reload the config file (same path as SIGHUP and file change).
     Reload,
+}
+
+/// First job id the agent hands out itself (`attach` without `job_id`):
+/// far above the coordinator's ids, so a local job and a cluster job do not
+/// share an id on a node that also talks to a coordinator.
+pub const LOCAL_JOB_IDS: JobId = 1 << 30;
+
+/// What an `attach` takes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AttachTarget {
+    /// A cgroup-v2 directory: an absolute path under the cgroup2 mount, or
+    /// a path as `/proc/PID/cgroup` shows it (`/slurm/uid_0/job_5/step_0`),
+    /// taken relative to the cgroup2 mount.
+    Cgroup(String),
+    /// A process and all its descendants.
+    PidTree(u32),
 }
 
 impl Serialize for Request {
@@ -78,6 +124,8 @@ impl<'de> Deserialize<'de> for Request {
 pub enum Reply {
     Launched { job_id: JobId, pid: u32 },
     Adopted { job_id: JobId, tasks: u32 },
+    Attached { job_id: JobId, tasks: u32 },
+    Joined { job_id: JobId, tasks: u32 },
     Released { job_id: JobId, tasks: u32 },
     Jobs { jobs: Vec<JobInfo> },
     Job { job: JobInfo },
@@ -249,6 +297,8 @@ mod tests {
             match request {
                 Request::Launch { .. }
                 | Request::Adopt { .. }
+                | Request::Attach { .. }
+                | Request::Join { .. }
                 | Request::Jobs
                 | Request::Wait { .. }
                 | Request::Cancel { .. }
@@ -268,6 +318,26 @@ mod tests {
                 pids: vec![2],
                 sched: Some(SchedRequest::Idle),
                 move_to_node: false,
+            },
+            Request::Attach {
+                job_id: None,
+                name: "a".into(),
+                target: AttachTarget::Cgroup("/x".into()),
+                sched: None,
+                move_to_node: true,
+            },
+            Request::Attach {
+                job_id: Some(4),
+                name: "a".into(),
+                target: AttachTarget::PidTree(9),
+                sched: None,
+                move_to_node: false,
+            },
+            Request::Join {
+                job_id: 4,
+                pid: 9,
+                move_to_node: false,
+                daemon: true,
             },
             Request::Jobs,
             Request::Wait {
@@ -295,6 +365,23 @@ mod tests {
             r#"{"op":"adopt","job_id":1,"name":"a","pids":[2],"sched":{"class":"idle","x":1}}"#;
         let error = serde_json::from_str::<Request>(line).unwrap_err();
         assert!(error.to_string().contains('x'), "{error}");
+    }
+
+    #[test]
+    fn an_attach_target_is_one_of_cgroup_or_pid_tree() {
+        let line = r#"{"op":"attach","name":"a","target":{"cgroup":"/slurm/job_1"}}"#;
+        let Request::Attach { job_id, target, .. } = serde_json::from_str(line).unwrap() else {
+            panic!("not an attach");
+        };
+        assert_eq!(job_id, None);
+        assert_eq!(target, AttachTarget::Cgroup("/slurm/job_1".into()));
+        for bad in [
+            r#"{"op":"attach","name":"a","target":{"pid-tree":1,"cgroup":"/x"}}"#,
+            r#"{"op":"attach","name":"a","target":{"pid":1}}"#,
+            r#"{"op":"attach","name":"a"}"#,
+        ] {
+            assert!(serde_json::from_str::<Request>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

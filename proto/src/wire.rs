@@ -94,7 +94,7 @@ pub use header::{
     FrameHeader, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, PROTOCOL_MAJOR, PROTOCOL_MINOR,
     ProtocolVersion, TAG_LEN,
 };
-pub use jobs::{CancelJob, ExitStatus, JobClass, JobExited, JobId, LaunchJob};
+pub use jobs::{CancelJob, ExitStatus, ExpectJob, JobClass, JobExited, JobId, LaunchJob};
 pub use kind::MessageKind;
 pub use leftovers::{RankRef, RanksReaped, ReapRanks, ReapedRank};
 pub use message::Message;

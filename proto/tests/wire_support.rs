@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use cosched_proto::wire::{
-    CancelJob, CheckProgram, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, Inbound, JobClass,
-    JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
-    RanksReaped, ReapRanks, ReapedRank, Register, Role, Session, SessionConfig, SetPolicy,
+    CancelJob, CheckProgram, ErrorReport, ExitStatus, ExpectJob, Heartbeat, HeartbeatReply,
+    Inbound, JobClass, JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked,
+    RankRef, RanksReaped, ReapRanks, ReapedRank, Register, Role, Session, SessionConfig, SetPolicy,
     SharedSecret, SliceSwitched, SwitchSlice, UtilReport, WireError,
 };
 
@@ -163,6 +163,12 @@ pub fn one_of_each_message() -> Vec<Message> {
                 reason: "not found in PATH /usr/local/bin:/usr/bin".into(),
             },
         }),
+        Message::ExpectJob(ExpectJob {
+            job_id: 6,
+            name: "mpirun ring".into(),
+            rank: 1,
+            size: 2,
+        }),
         Message::SwitchSlice(SwitchSlice {
             epoch: 2,
             slice: 40,
@@ -200,10 +206,10 @@ pub mod strategies {
     use std::net::SocketAddr;
 
     use cosched_proto::wire::{
-        CancelJob, CheckProgram, ErrorReport, ExitStatus, Heartbeat, HeartbeatReply, JobClass,
-        JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
-        RanksReaped, ReapRanks, ReapedRank, Register, SetPolicy, SliceSwitched, SwitchSlice,
-        UtilReport,
+        CancelJob, CheckProgram, ErrorReport, ExitStatus, ExpectJob, Heartbeat, HeartbeatReply,
+        JobClass, JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked,
+        RankRef, RanksReaped, ReapRanks, ReapedRank, Register, SetPolicy, SliceSwitched,
+        SwitchSlice, UtilReport,
     };
     use proptest::collection::{btree_map, vec};
     use proptest::prelude::*;
@@ -399,6 +405,22 @@ pub mod strategies {
             )
                 .prop_map(|(check_id, outcome)| {
                     Message::ProgramChecked(ProgramChecked { check_id, outcome })
+                }),
+            (
+                any::<u32>(),
+                text().prop_filter("non-empty name", |n| !n.is_empty()),
+                1u32..64
+            )
+                .prop_flat_map(|(job_id, name, size)| {
+                    (Just(job_id), Just(name), 0..size, Just(size))
+                })
+                .prop_map(|(job_id, name, rank, size)| {
+                    Message::ExpectJob(ExpectJob {
+                        job_id,
+                        name,
+                        rank,
+                        size,
+                    })
                 }),
         ]
     }

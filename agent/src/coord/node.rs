@@ -10,9 +10,9 @@ use cosched_proto::{
     control::JobState,
     job::{JobId, JobSpec},
     wire::{
-        CheckProgram, ErrorReport, ExitStatus, JobExited, JobUtilisation, LaunchJob, Message,
-        ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapedRank, SliceSwitched, SwitchSlice,
-        UtilReport,
+        CheckProgram, ErrorReport, ExitStatus, ExpectJob, JobExited, JobUtilisation, LaunchJob,
+        Message, ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapedRank, SliceSwitched,
+        SwitchSlice, UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -46,6 +46,9 @@ pub const INVENTORY_QUANTUM: u64 = u64::MAX;
 pub enum Action {
     /// Launch a rank (then report with [`CoordNode::launched`]).
     Launch(Box<JobSpec>),
+    /// Expect the processes of an attached job's rank to join (then report
+    /// with [`CoordNode::launched`], as for a launch).
+    Expect(ExpectJob),
     /// Kill a job's processes on this node.
     Cancel(JobId),
     /// The local policy to run changed ([`CoordNode::local_policy`]) or gang
@@ -255,6 +258,16 @@ impl CoordNode {
                 }
             },
             Message::LaunchJob(launch) => self.on_launch(engine, &launch),
+            Message::ExpectJob(expect) => {
+                let already = engine.job(expect.job_id).is_some_and(|job| {
+                    job.state == JobState::Running && job.expected && job.rank == expect.rank
+                });
+                if already && self.jobs.contains_key(&expect.job_id) {
+                    Vec::new() // a repeated order: the rank is expected
+                } else {
+                    vec![Action::Expect(expect)]
+                }
+            }
             Message::CancelJob(cancel) => {
                 if engine.job_running(cancel.job_id) {
                     vec![Action::Cancel(cancel.job_id)]

@@ -17,7 +17,7 @@ use super::{monotonic_ns, own_cpu_seconds};
 use crate::{
     config::Config,
     coord::{self, CoordNode},
-    engine::Engine,
+    engine::{AttachRequest, Engine},
     kernel::Kernel,
     launch,
 };
@@ -133,6 +133,27 @@ impl<K: Kernel> Daemon<K> {
                         node.launched(job, rank, result);
                     }
                 }
+                coord::Action::Expect(expect) => {
+                    let (job, rank) = (expect.job_id, expect.rank);
+                    if self.engine.job(job).is_some() && !self.engine.job_running(job) {
+                        let _ = self.engine.forget_job(job);
+                    }
+                    let result = self
+                        .engine
+                        .expect_job(job, &expect.name, rank)
+                        .map_err(|e| e.to_string());
+                    match &result {
+                        Ok(()) => {
+                            tracing::info!(job, rank, "expecting an attached job's processes")
+                        }
+                        Err(reason) => {
+                            tracing::warn!(job, rank, %reason, "cannot expect the attached job")
+                        }
+                    }
+                    if let Some(node) = &mut self.coord {
+                        node.launched(job, rank, result);
+                    }
+                }
                 coord::Action::Cancel(job) => {
                     self.kill(job);
                 }
@@ -180,8 +201,14 @@ impl<K: Kernel> Daemon<K> {
             .map(|r| r.join(format!("job-{job}-r{rank}")))
     }
 
-    /// Kills a job's processes (its cgroup when there is one).
+    /// Kills a job's processes (its cgroup when there is one; for a job
+    /// launched by something else, every process the agent manages for it).
     fn kill(&mut self, job_id: JobId) -> bool {
+        if let Some(pids) = self.engine.cancel_attached(job_id) {
+            launch::kill_processes(&pids);
+            self.poll();
+            return true;
+        }
         let Some(j) = self.engine.job(job_id) else {
             return false;
         };
@@ -226,6 +253,37 @@ impl<K: Kernel> Daemon<K> {
                 .adopt_with(job_id, &name, &pids, sched, move_to_node)
             {
                 Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
+            Request::Attach {
+                job_id,
+                name,
+                target,
+                sched,
+                move_to_node,
+            } => match self.engine.attach(AttachRequest {
+                job_id,
+                name,
+                target,
+                sched,
+                move_to_node,
+            }) {
+                Ok((job_id, tasks)) => {
+                    tracing::info!(job = job_id, tasks, "attached");
+                    Response::Ok(Reply::Attached { job_id, tasks })
+                }
+                Err(e) => Response::Error(e.to_string()),
+            },
+            Request::Join {
+                job_id,
+                pid,
+                move_to_node,
+                daemon,
+            } => match self.engine.join(job_id, pid, move_to_node, daemon) {
+                Ok(tasks) => {
+                    tracing::info!(job = job_id, pid, tasks, "joined");
+                    Response::Ok(Reply::Joined { job_id, tasks })
+                }
                 Err(e) => Response::Error(e.to_string()),
             },
             Request::Release { job_id } => match self.engine.release_job(job_id) {

@@ -53,6 +53,10 @@ impl<K: Kernel> Engine<K> {
             let _ = self.k.untrack(child);
             return;
         }
+        if self.reg.task(child).is_some() {
+            // Already taken (a tree adopted after the fork): nothing to add.
+            return;
+        }
         match self.ledger.inherit(&self.k, child, parent) {
             Ok(_) => {}
             Err(e) if is_gone(&e) => {}

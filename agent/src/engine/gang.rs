@@ -56,6 +56,9 @@ impl<K: Kernel> Engine<K> {
         let Some(state) = self.reg.task(tid) else {
             return Level::Normal;
         };
+        if self.daemons.contains(&state.tgid) {
+            return Level::Normal;
+        }
         match &self.gang {
             Some(g) if !g.active.contains(&state.job) => {
                 if g.strict {
@@ -75,8 +78,20 @@ impl<K: Kernel> Engine<K> {
     /// autogroups): plain Linux with fine-grain spinning jobs sharing one
     /// cgroup without autogroups ran several times slower than with them
     /// (docs/benchmarks.md).
-    pub(super) fn wanted_group(&self, level: Level) -> Option<CpuGroup> {
+    /// Never for a task of a job that keeps its cgroups (launched by
+    /// something else: moving it would take it out of the cgroup its
+    /// launcher accounts and kills by); such tasks are demoted with
+    /// attributes only (SCHED_IDLE and autogroup nice).
+    pub(super) fn wanted_group(&self, tid: u32, level: Level) -> Option<CpuGroup> {
         self.cpu_groups.as_ref()?;
+        let keeps = self
+            .reg
+            .task(tid)
+            .and_then(|s| self.reg.job(s.job))
+            .is_some_and(|j| j.membership.keeps_cgroups());
+        if keeps {
+            return None;
+        }
         let demoting = self.gang.as_ref().is_some_and(|g| !g.strict);
         demoting.then_some(if is_low(level) {
             CpuGroup::Idle

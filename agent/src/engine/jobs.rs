@@ -9,6 +9,7 @@ use super::{Engine, EngineError, plan::Realisation};
 use crate::{
     adoption,
     kernel::{Kernel, is_gone},
+    registry::Membership,
 };
 
 impl<K: Kernel> Engine<K> {
@@ -77,7 +78,12 @@ impl<K: Kernel> Engine<K> {
     /// [`Self::manage_process`]; with `to_node`, threads allowed outside the
     /// node's CPUs are narrowed to them (journaled first, widened back on
     /// hand-back, exit of the agent and crash).
-    fn take_process(&mut self, job: JobId, pid: u32, to_node: bool) -> Result<u32, EngineError> {
+    pub(super) fn take_process(
+        &mut self,
+        job: JobId,
+        pid: u32,
+        to_node: bool,
+    ) -> Result<u32, EngineError> {
         let tids = self.k.threads(pid).map_err(|e| {
             if is_gone(&e) {
                 EngineError::NoSuchProcess(pid)
@@ -85,6 +91,24 @@ impl<K: Kernel> Engine<K> {
                 e.into()
             }
         })?;
+        let n = self.take_tasks(job, pid, &tids, to_node)?;
+        if let Some(j) = self.reg.job_mut(job)
+            && !j.pids.contains(&pid)
+        {
+            j.pids.push(pid);
+        }
+        Ok(n)
+    }
+
+    /// Starts managing threads `tids` of process `pid` as part of `job`.
+    /// A thread that exits meanwhile is skipped.
+    pub(super) fn take_tasks(
+        &mut self,
+        job: JobId,
+        pid: u32,
+        tids: &[u32],
+        to_node: bool,
+    ) -> Result<u32, EngineError> {
         if let Some((tid, other)) = tids
             .iter()
             .find_map(|&t| self.reg.task(t).map(|s| (t, s.job)))
@@ -96,7 +120,8 @@ impl<K: Kernel> Engine<K> {
             .into());
         }
         let now = self.k.now_ns();
-        for &tid in &tids {
+        let mut taken = Vec::with_capacity(tids.len());
+        for &tid in tids {
             self.k.track(tid, pid, job)?;
             // Write-ahead, here rather than at the policy's first change:
             // the journal write may block (see restore/mod.rs).
@@ -114,16 +139,14 @@ impl<K: Kernel> Engine<K> {
             self.reg
                 .add_task(job, tid, pid, Realisation::untouched(original));
             self.driver.task_added(tid, job, now);
-        }
-        if let Some(j) = self.reg.job_mut(job) {
-            j.pids.push(pid);
+            taken.push(tid);
         }
         self.apply_policy_actions(None);
-        for &tid in &tids {
+        for &tid in &taken {
             self.realize(tid, None);
         }
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
-        Ok(tids.len() as u32)
+        Ok(taken.len() as u32)
     }
 
     /// Keeps a thread on the node's CPUs.
@@ -229,6 +252,9 @@ impl<K: Kernel> Engine<K> {
     /// handed back): its final counters go to its job, and the registry,
     /// the policy, the eBPF maps and the ledger all drop it.
     pub(super) fn forget_task(&mut self, tid: u32, now_ns: u64) {
+        if self.reg.task(tid).is_some_and(|s| s.tgid == tid) {
+            self.daemons.remove(&tid);
+        }
         let last = self.k.task_stat(tid).ok().flatten();
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         self.driver.task_exited(tid, now_ns);
@@ -262,6 +288,7 @@ impl<K: Kernel> Engine<K> {
         if let Err(e) = self.ledger.flush() {
             tracing::warn!("updating the restore journal: {e}");
         }
+        self.follow_cgroups(now_ns);
         let stats = match self.k.task_stats() {
             Ok(s) => s,
             Err(e) => {
@@ -325,12 +352,23 @@ impl<K: Kernel> Engine<K> {
     fn finished_jobs(&self) -> Vec<JobId> {
         self.reg
             .jobs()
-            .filter(|j| j.state == JobState::Running && j.live.is_empty() && !j.pids.is_empty())
+            .filter(|j| j.state == JobState::Running && j.live.is_empty())
             .filter(|j| {
-                j.pids.iter().all(|p| {
-                    self.reaped.contains_key(p)
-                        || (!self.launched.contains(p) && self.k.start_time(*p).is_err())
-                })
+                if j.cancelled {
+                    return true;
+                }
+                if j.pids.is_empty() {
+                    // Nothing came yet: an attached job waits for joins,
+                    // a cgroup job for its first task (or its removal).
+                    return matches!(&j.membership, Membership::Cgroup(dir) if self.k.cgroup2_threads(dir).is_err());
+                }
+                // A cgroup job with no task left: its cgroup emptied (the
+                // poll follows it before this).
+                matches!(j.membership, Membership::Cgroup(_))
+                    || j.pids.iter().all(|p| {
+                        self.reaped.contains_key(p)
+                            || (!self.launched.contains(p) && self.k.start_time(*p).is_err())
+                    })
             })
             .map(|j| j.id)
             .collect()

@@ -11,6 +11,7 @@
 //!
 //! Per task, everything lives in one [`TaskState`](crate::registry::TaskState)
 //! in the registry; [`Engine::forget_task`] is the one way a task goes.
+mod attach;
 mod driving;
 mod events;
 pub mod execute;
@@ -33,6 +34,7 @@ use cosched_proto::{
     job::JobId,
 };
 
+pub use attach::AttachRequest;
 pub use gang::Gang;
 pub use plan::level_attr;
 
@@ -59,6 +61,12 @@ pub enum EngineError {
     NoProcess,
     #[error("refused: {0}")]
     Refused(#[from] Refusal),
+    #[error("cannot attach cgroup {0}")]
+    NoSuchCgroup(String),
+    #[error("cannot join: {0}")]
+    NotJoinable(String),
+    #[error("{0}")]
+    BadName(String),
     #[error("kernel: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -98,6 +106,10 @@ pub struct Engine<K: Kernel> {
     own_priority_applied: Option<u32>,
     /// The eBPF side's waiting detectors, as loaded.
     wait_detectors: Vec<crate::kernel::WaitDetectorState>,
+    /// Launcher daemons that joined a job (orted, hydra_pmi_proxy): their
+    /// threads are followed (their forks are the job's ranks) but always
+    /// left at Normal, never stopped or demoted.
+    daemons: HashSet<u32>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -140,6 +152,7 @@ impl<K: Kernel> Engine<K> {
             protected,
             own_priority_applied: None,
             wait_detectors,
+            daemons: HashSet::new(),
         };
         engine.apply_wake_settings();
         engine.update_own_priority();

@@ -34,7 +34,7 @@ impl<K: Kernel> Engine<K> {
         let level = self.effective_level(tid);
         let target = Target {
             level,
-            group: self.wanted_group(level),
+            group: self.wanted_group(tid, level),
             watch: wakeup::watch_flags(TaskWatch::of(&self.interest, level, state.wanted)),
         };
         let from = state.realised;

@@ -40,6 +40,10 @@ pub struct FakeTask {
     pub cpu_cgroup: PathBuf,
     /// CPUs it may run on (None: the kernel's `allowed_cpus`).
     pub cpus: Option<Vec<u32>>,
+    /// Its parent process (0: none known).
+    pub ppid: u32,
+    /// Its cgroup-v2 directory, if it is in one of `cgroups2`.
+    pub cgroup2: Option<PathBuf>,
 }
 
 #[derive(Default)]
@@ -71,6 +75,11 @@ pub struct FakeKernel {
     pub settings: Settings,
     /// What `autogroup_enabled` reports.
     pub autogroup: bool,
+    /// Cgroup-v2 directories that exist.
+    pub cgroups2: std::collections::BTreeSet<PathBuf>,
+    /// Processes whose threads vanish when the agent lists them (they
+    /// exited between the check and the take).
+    pub vanish_on_threads: Vec<u32>,
 }
 
 fn gone() -> io::Error {
@@ -94,8 +103,27 @@ impl FakeKernel {
                 group_nice: 0,
                 cpu_cgroup: PathBuf::from(FAKE_CPU_ROOT),
                 cpus: None,
+                ppid: 0,
+                cgroup2: None,
             },
         );
+    }
+
+    /// Adds a process with one thread, child of `ppid`.
+    pub fn spawn_child(&mut self, pid: u32, ppid: u32, attr: SchedAttr) {
+        self.spawn(pid, attr);
+        self.tasks.get_mut(&pid).expect("just added").ppid = ppid;
+    }
+
+    /// Moves every thread of process `pid` into cgroup `dir` (None: out of
+    /// every tracked cgroup); the directory exists from then on.
+    pub fn move_to_cgroup2(&mut self, pid: u32, dir: Option<&str>) {
+        if let Some(d) = dir {
+            self.cgroups2.insert(PathBuf::from(d));
+        }
+        for t in self.tasks.values_mut().filter(|t| t.tgid == pid) {
+            t.cgroup2 = dir.map(PathBuf::from);
+        }
     }
 
     /// The task exits: it disappears, and its tracked entry gets `exited_ns`.
@@ -235,7 +263,7 @@ impl Kernel for FakeKernel {
     }
 
     fn threads(&self, pid: u32) -> io::Result<Vec<u32>> {
-        if !self.tasks.contains_key(&pid) {
+        if !self.tasks.contains_key(&pid) || self.vanish_on_threads.contains(&pid) {
             return Err(gone());
         }
         Ok(self
@@ -340,5 +368,38 @@ impl Kernel for FakeKernel {
 
     fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>> {
         Ok(Some(PathBuf::from(FAKE_CPU_ROOT)))
+    }
+
+    fn process_parents(&self) -> io::Result<Vec<(u32, u32)>> {
+        Ok(self
+            .tasks
+            .iter()
+            .filter(|&(&tid, t)| tid == t.tgid)
+            .map(|(&pid, t)| (pid, t.ppid))
+            .collect())
+    }
+
+    fn cgroup2_dir(&self, path: &str) -> io::Result<PathBuf> {
+        let dir = PathBuf::from(path);
+        if self.cgroups2.contains(&dir) {
+            Ok(dir)
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no such cgroup: {path}"),
+            ))
+        }
+    }
+
+    fn cgroup2_threads(&self, dir: &Path) -> io::Result<Vec<u32>> {
+        if !self.cgroups2.contains(dir) {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
+        Ok(self
+            .tasks
+            .iter()
+            .filter(|(_, t)| t.cgroup2.as_deref() == Some(dir))
+            .map(|(&tid, _)| tid)
+            .collect())
     }
 }

@@ -374,6 +374,18 @@ impl Kernel for Linux {
     fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>> {
         crate::cpu_group::cpu_hierarchy_root()
     }
+
+    fn process_parents(&self) -> io::Result<Vec<(u32, u32)>> {
+        super::membership::process_parents()
+    }
+
+    fn cgroup2_dir(&self, path: &str) -> io::Result<PathBuf> {
+        super::membership::resolve_cgroup2(path)
+    }
+
+    fn cgroup2_threads(&self, dir: &Path) -> io::Result<Vec<u32>> {
+        super::membership::cgroup2_threads(dir)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! logic and the registry can be tested without root.
 pub mod fake;
 pub mod linux;
+pub mod membership;
 pub mod sched_attr;
 
 use std::{
@@ -145,6 +146,15 @@ pub trait Kernel: TaskControl {
     /// Root directory of the cgroup-v1 hierarchy with the cpu controller
     /// (where a task with no other cgroup lives).
     fn cpu_cgroup_root(&self) -> io::Result<Option<PathBuf>>;
+
+    // --- jobs launched by something else -------------------------------------
+    /// Every process with its parent, `(pid, ppid)` (for pid trees).
+    fn process_parents(&self) -> io::Result<Vec<(u32, u32)>>;
+    /// The cgroup-v2 directory `path` names (see
+    /// [`membership::resolve_cgroup2`]); NotFound when there is none.
+    fn cgroup2_dir(&self, path: &str) -> io::Result<PathBuf>;
+    /// Threads in a cgroup-v2 directory; NotFound once it is removed.
+    fn cgroup2_threads(&self, dir: &Path) -> io::Result<Vec<u32>>;
 }
 
 /// `ESRCH`: the task is gone. Callers treat it as "nothing to do", never as a failure.

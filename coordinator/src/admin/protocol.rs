@@ -21,6 +21,14 @@ use crate::policy::GlobalPolicy;
 pub enum Request {
     /// Submit a job: allocated in the matrix, or queued.
     Submit { job: Submission },
+    /// Register a job that something else launches (mpirun, mpiexec,
+    /// srun) on the given nodes: placed in a row where they are all free
+    /// and scheduled like a submitted job; each node's agent expects its
+    /// processes to join (`cosched join`).
+    Attach { job: Attachment },
+    /// The launcher of attached job `id` exited with `code`: the job ends
+    /// (whatever is left of it on its nodes is killed).
+    Detach { id: u32, code: i32 },
     /// Active (queued and running) jobs; with `all`, recently finished too.
     Jobs {
         #[serde(default)]
@@ -76,6 +84,23 @@ pub struct Submission {
     pub exclusive: bool,
 }
 
+/// A job launched by something else, as attached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Attachment {
+    /// 1..=64 characters.
+    pub name: String,
+    /// The nodes the launcher runs it on (node names, each once).
+    pub nodes: Vec<String>,
+    /// The launcher's command line, for the views only.
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default = "best_effort")]
+    pub class: JobClass,
+    #[serde(default)]
+    pub exclusive: bool,
+}
+
 fn best_effort() -> JobClass {
     JobClass::BestEffort
 }
@@ -85,6 +110,8 @@ fn best_effort() -> JobClass {
 #[serde(rename_all = "kebab-case")]
 pub enum Reply {
     Submitted { job: JobView },
+    Attached { job: JobView },
+    Detached { job: JobView },
     Jobs { jobs: Vec<JobView> },
     Job { job: JobView },
     Cancelled { job: JobView },
@@ -173,6 +200,9 @@ pub struct JobView {
     /// Why the job ended, when it ended badly.
     pub reason: Option<String>,
     pub submitted_unix_ms: u64,
+    /// Launched by something else and attached (`cosched attach`).
+    #[serde(default)]
+    pub attached: bool,
 }
 
 /// The Ousterhout matrix, rows × nodes.
@@ -287,6 +317,8 @@ mod tests {
         fn covered(request: &Request) {
             match request {
                 Request::Submit { .. }
+                | Request::Attach { .. }
+                | Request::Detach { .. }
                 | Request::Jobs { .. }
                 | Request::Job { .. }
                 | Request::Cancel { .. }
@@ -300,6 +332,16 @@ mod tests {
             serde_json::from_str(r#"{"name":"a","nodes":1,"command":"x"}"#).unwrap();
         let every = vec![
             Request::Submit { job },
+            Request::Attach {
+                job: Attachment {
+                    name: "mpi".into(),
+                    nodes: vec!["n0".into(), "n1".into()],
+                    command: vec!["mpirun".into()],
+                    class: JobClass::BestEffort,
+                    exclusive: false,
+                },
+            },
+            Request::Detach { id: 1, code: 0 },
             Request::Jobs { all: true },
             Request::Job { id: 1 },
             Request::Cancel { id: 1 },

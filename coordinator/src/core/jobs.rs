@@ -112,6 +112,10 @@ pub struct JobRecord {
     pub last_cpu_percent: Option<f64>,
     /// Why the job failed or was cancelled.
     pub reason: Option<String>,
+    /// Launched by something else (`cosched attach`): its ranks are
+    /// expected (`ExpectJob`), not launched, and it has no port.
+    #[serde(default)]
+    pub attached: bool,
 }
 
 impl JobRecord {
@@ -125,6 +129,7 @@ impl JobRecord {
             ranks: Vec::new(),
             last_cpu_percent: None,
             reason: None,
+            attached: false,
         }
     }
 

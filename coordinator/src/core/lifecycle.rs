@@ -59,7 +59,9 @@ impl Core {
     /// A job got cells: give it a port and ranks, launch what can be.
     pub(super) fn start_job(&mut self, placed: &PlacedJob) {
         let id = placed.id().0 as u32;
-        let port = self.free_port(id);
+        // An attached job's processes find each other themselves.
+        let attached = self.jobs.get(&id).is_some_and(|job| job.attached);
+        let port = if attached { None } else { self.free_port(id) };
         let Some(job) = self.jobs.get_mut(&id) else {
             tracing::error!(job = id, "placed job has no record");
             return;
@@ -74,7 +76,7 @@ impl Core {
             })
             .collect();
         job.port = port;
-        if port.is_none() {
+        if port.is_none() && !attached {
             let reason = "no free job port (raise job_port_count)".to_string();
             for rank in &mut job.ranks {
                 rank.state = RankState::Lost {
@@ -126,6 +128,10 @@ impl Core {
         let Some(job) = self.jobs.get(&id) else {
             return;
         };
+        if job.attached {
+            self.expect_job(id);
+            return;
+        }
         let Some(port) = job.port else {
             return;
         };

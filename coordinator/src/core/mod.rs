@@ -17,6 +17,7 @@
 //! - messages newer than protocol 1.0 (program checks, reap orders) go only
 //!   to agents that announced a minor that knows them.
 
+mod attached;
 mod checks;
 mod jobs;
 mod leftovers;

@@ -2,7 +2,7 @@
 
 use cosched_policy::global::JobId;
 
-use super::{Core, JobRecord};
+use super::{Core, JobRecord, RankState};
 use crate::admin::protocol::{
     JobStateView, JobView, MatrixView, NodeView, RankView, SkewSummary, StatusView,
 };
@@ -42,11 +42,18 @@ impl Core {
                 .map(|(index, rank)| RankView {
                     rank: index as u32,
                     node: self.node_name(rank.node),
-                    state: rank.state.describe(),
+                    // An attached job's rank is not launched: its agent
+                    // waits for the launcher's processes to join.
+                    state: if job.attached && rank.state == RankState::Launched {
+                        "expected".into()
+                    } else {
+                        rank.state.describe()
+                    },
                 })
                 .collect(),
             reason: job.reason.clone(),
             submitted_unix_ms: job.submitted_unix_ms,
+            attached: job.attached,
         }
     }
 

@@ -194,6 +194,51 @@ impl Matrix {
         })
     }
 
+    /// Places a job that already runs on given nodes (launched by
+    /// something else: mpirun, srun): the lowest row where all of
+    /// `columns` are free. It never queues (its processes exist already)
+    /// and it may overtake the queue for the same reason; when no row has
+    /// those columns free it is refused and the matrix is unchanged.
+    pub fn attach(
+        &mut self,
+        request: JobRequest,
+        columns: &[NodeIndex],
+    ) -> Result<PlacedJob, MatrixError> {
+        self.check_new_request(&request)?;
+        let mut sorted = columns.to_vec();
+        sorted.sort_unstable();
+        if let Some(pair) = sorted.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(MatrixError::BadAttachedColumns {
+                id: request.id,
+                node: pair[0],
+                nodes: self.nodes(),
+            });
+        }
+        if let Some(&node) = sorted.iter().find(|&&node| node >= self.nodes()) {
+            return Err(MatrixError::BadAttachedColumns {
+                id: request.id,
+                node,
+                nodes: self.nodes(),
+            });
+        }
+        if sorted.len() != request.nodes {
+            return Err(MatrixError::AttachedColumnsMismatch {
+                id: request.id,
+                requested: request.nodes,
+                columns: sorted,
+            });
+        }
+        let row = (0..self.rows())
+            .find(|&row| sorted.iter().all(|&node| self.cells[row][node].is_none()))
+            .ok_or_else(|| MatrixError::NoRowFree {
+                id: request.id,
+                columns: sorted.clone(),
+                rows: self.rows(),
+            })?;
+        self.generation += 1;
+        Ok(self.occupy(request, row, sorted))
+    }
+
     /// Removes a placed or queued job, re-packs rows when configured, then
     /// starts queued jobs that now fit.
     pub fn remove(&mut self, job: JobId) -> Result<RemoveOutcome, MatrixError> {

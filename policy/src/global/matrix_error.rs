@@ -32,6 +32,24 @@ pub enum MatrixError {
         row: RowIndex,
         node: NodeIndex,
     },
+    #[error("{id} is attached to nodes {columns:?}, but its request is for {requested} nodes")]
+    AttachedColumnsMismatch {
+        id: JobId,
+        requested: usize,
+        columns: Vec<NodeIndex>,
+    },
+    #[error("{id} names node {node} twice or a node outside the matrix ({nodes} nodes)")]
+    BadAttachedColumns {
+        id: JobId,
+        node: NodeIndex,
+        nodes: usize,
+    },
+    #[error("{id} cannot be attached: no row has nodes {columns:?} all free ({rows} rows in use)")]
+    NoRowFree {
+        id: JobId,
+        columns: Vec<NodeIndex>,
+        rows: usize,
+    },
     #[error("inconsistent matrix snapshot: {0}")]
     InconsistentSnapshot(String),
 }

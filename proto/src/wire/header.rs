@@ -16,8 +16,10 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// [`super::MessageKind::since_minor`] against the peer's minor before using
 /// it. 1.0: the first release; 1.1: `CheckProgram`/`ProgramChecked` (submit
 /// checks the program on the job's nodes) and `ReapRanks`/`RanksReaped`
-/// (ranks the coordinator gave up are killed on their node).
-pub const PROTOCOL_MINOR: u8 = 1;
+/// (ranks the coordinator gave up are killed on their node); 1.2:
+/// `ExpectJob` (a job launched by something else, attached to the
+/// coordinator, whose processes join it on each node).
+pub const PROTOCOL_MINOR: u8 = 2;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

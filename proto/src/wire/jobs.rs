@@ -79,6 +79,40 @@ impl Payload for LaunchJob {
     }
 }
 
+/// A job that something else launched (mpirun, mpiexec, srun) was attached
+/// to the coordinator with a rank on the receiving agent's node (protocol
+/// 1.2): the agent records it and takes the processes that join it
+/// (`cosched join`), then schedules them like a launched rank and reports
+/// with `JobExited` when every joined process has exited. Refused (a job of
+/// that id already runs there) as a `LaunchFailed` exit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectJob {
+    pub job_id: JobId,
+    pub name: String,
+    /// This node's rank, below `size` (the coordinator's numbering of the
+    /// job's nodes; the launcher numbers the processes itself).
+    pub rank: u32,
+    pub size: u32,
+}
+
+impl Payload for ExpectJob {
+    const KIND: MessageKind = MessageKind::ExpectJob;
+
+    fn check(&self) -> Result<(), String> {
+        if self.size == 0 || self.rank >= self.size {
+            return Err(format!(
+                "rank {} is not below size {}",
+                self.rank, self.size
+            ));
+        }
+        if self.name.is_empty() {
+            return Err("empty job name".into());
+        }
+        Ok(())
+    }
+}
+
 /// Stop a job's ranks on the receiving agent's node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -29,6 +29,7 @@ pub enum MessageKind {
     RanksReaped = 36,
     CheckProgram = 37,
     ProgramChecked = 38,
+    ExpectJob = 39,
     SwitchSlice = 48,
     SliceSwitched = 49,
     UtilReport = 50,
@@ -36,7 +37,7 @@ pub enum MessageKind {
 
 impl MessageKind {
     /// Every kind this build knows.
-    pub const ALL: [MessageKind; 18] = [
+    pub const ALL: [MessageKind; 19] = [
         MessageKind::Hello,
         MessageKind::HelloAck,
         MessageKind::HelloConfirm,
@@ -52,6 +53,7 @@ impl MessageKind {
         MessageKind::RanksReaped,
         MessageKind::CheckProgram,
         MessageKind::ProgramChecked,
+        MessageKind::ExpectJob,
         MessageKind::SwitchSlice,
         MessageKind::SliceSwitched,
         MessageKind::UtilReport,
@@ -77,6 +79,7 @@ impl MessageKind {
             | MessageKind::RanksReaped
             | MessageKind::CheckProgram
             | MessageKind::ProgramChecked => 1,
+            MessageKind::ExpectJob => 2,
             _ => 0,
         }
     }
@@ -112,6 +115,7 @@ impl MessageKind {
             MessageKind::RanksReaped => "RanksReaped",
             MessageKind::CheckProgram => "CheckProgram",
             MessageKind::ProgramChecked => "ProgramChecked",
+            MessageKind::ExpectJob => "ExpectJob",
             MessageKind::SwitchSlice => "SwitchSlice",
             MessageKind::SliceSwitched => "SliceSwitched",
             MessageKind::UtilReport => "UtilReport",
@@ -148,5 +152,8 @@ mod tests {
         assert!(MessageKind::LaunchJob.known_to(first));
         assert!(!MessageKind::CheckProgram.known_to(first));
         assert!(!MessageKind::ReapRanks.known_to(first));
+        let second = crate::wire::ProtocolVersion { major: 1, minor: 1 };
+        assert!(MessageKind::ReapRanks.known_to(second));
+        assert!(!MessageKind::ExpectJob.known_to(second));
     }
 }

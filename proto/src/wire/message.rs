@@ -1,7 +1,7 @@
 //! The application messages a session carries after the handshake.
 
 use super::error::WireError;
-use super::jobs::{CancelJob, JobExited, LaunchJob};
+use super::jobs::{CancelJob, ExpectJob, JobExited, LaunchJob};
 use super::kind::MessageKind;
 use super::leftovers::{RanksReaped, ReapRanks};
 use super::node::{ErrorReport, Heartbeat, HeartbeatReply, Register, SetPolicy};
@@ -24,6 +24,7 @@ pub enum Message {
     RanksReaped(RanksReaped),
     CheckProgram(CheckProgram),
     ProgramChecked(ProgramChecked),
+    ExpectJob(ExpectJob),
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),
@@ -45,6 +46,7 @@ impl Message {
             Message::RanksReaped(_) => RanksReaped::KIND,
             Message::CheckProgram(_) => CheckProgram::KIND,
             Message::ProgramChecked(_) => ProgramChecked::KIND,
+            Message::ExpectJob(_) => ExpectJob::KIND,
             Message::SwitchSlice(_) => SwitchSlice::KIND,
             Message::SliceSwitched(_) => SliceSwitched::KIND,
             Message::UtilReport(_) => UtilReport::KIND,
@@ -66,6 +68,7 @@ impl Message {
             Message::RanksReaped(body) => payload::encode(body),
             Message::CheckProgram(body) => payload::encode(body),
             Message::ProgramChecked(body) => payload::encode(body),
+            Message::ExpectJob(body) => payload::encode(body),
             Message::SwitchSlice(body) => payload::encode(body),
             Message::SliceSwitched(body) => payload::encode(body),
             Message::UtilReport(body) => payload::encode(body),
@@ -88,6 +91,7 @@ impl Message {
             MessageKind::RanksReaped => Message::RanksReaped(payload::decode(bytes)?),
             MessageKind::CheckProgram => Message::CheckProgram(payload::decode(bytes)?),
             MessageKind::ProgramChecked => Message::ProgramChecked(payload::decode(bytes)?),
+            MessageKind::ExpectJob => Message::ExpectJob(payload::decode(bytes)?),
             MessageKind::SwitchSlice => Message::SwitchSlice(payload::decode(bytes)?),
             MessageKind::SliceSwitched => Message::SliceSwitched(payload::decode(bytes)?),
             MessageKind::UtilReport => Message::UtilReport(payload::decode(bytes)?),
@@ -124,6 +128,7 @@ message_from_body!(
     RanksReaped(RanksReaped),
     CheckProgram(CheckProgram),
     ProgramChecked(ProgramChecked),
+    ExpectJob(ExpectJob),
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),

@@ -5,6 +5,7 @@ use cosched_proto::job::SchedRequest;
 use super::*;
 use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 
+mod attach;
 mod lifecycle;
 mod reactions;
 

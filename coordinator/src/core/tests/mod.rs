@@ -14,6 +14,7 @@ use crate::{
     policy::GlobalPolicy,
 };
 
+mod attached;
 mod checks;
 mod leftovers;
 

@@ -329,3 +329,70 @@ fn invalid_config_is_refused() {
         Err(MatrixError::InvalidConfig(_))
     ));
 }
+
+// --- jobs launched by something else (attached on given nodes) -----------
+
+#[test]
+fn an_attached_job_takes_the_lowest_row_where_its_nodes_are_free() {
+    let mut matrix = gang_matrix(4, 3);
+    place(&mut matrix, job(1, 2)); // row 0, nodes 0-1
+    place(&mut matrix, job(2, 1)); // row 0, node 2
+    let attached = matrix.attach(job(3, 2), &[3, 1]).unwrap();
+    assert_eq!((attached.row, attached.columns), (1, vec![1, 3]));
+    let beside = matrix.attach(job(4, 1), &[3]).unwrap();
+    assert_eq!(beside.row, 0, "node 3 is free in row 0");
+    assert_matrix_consistent(&matrix);
+}
+
+#[test]
+fn an_attached_job_overtakes_the_queue_because_it_already_runs() {
+    let mut matrix = gang_matrix(2, 1);
+    place(&mut matrix, job(1, 1)); // node 0
+    assert!(matches!(
+        matrix.submit(job(2, 2)).unwrap(),
+        SubmitOutcome::Queued { position: 0 }
+    ));
+    let attached = matrix.attach(job(3, 1), &[1]).unwrap();
+    assert_eq!((attached.row, attached.columns), (0, vec![1]));
+    assert_eq!(matrix.queue_position(JobId(2)), Some(0), "still waiting");
+    assert_matrix_consistent(&matrix);
+}
+
+#[test]
+fn an_attached_job_with_no_free_row_on_its_nodes_is_refused_and_nothing_changes() {
+    let mut matrix = gang_matrix(2, 2);
+    place(&mut matrix, job(1, 2));
+    place(&mut matrix, job(2, 1)); // row 1, node 0
+    let before = matrix.clone();
+    let error = matrix.attach(job(3, 2), &[0, 1]).unwrap_err();
+    assert!(matches!(error, MatrixError::NoRowFree { .. }), "{error}");
+    assert!(error.to_string().contains("[0, 1]"), "{error}");
+    assert_eq!(matrix, before);
+}
+
+#[test]
+fn attaching_to_nodes_outside_the_matrix_or_twice_the_same_node_is_refused() {
+    let mut matrix = gang_matrix(2, 2);
+    for (columns, nodes) in [(vec![0, 2], 2), (vec![1, 1], 2), (vec![0], 2)] {
+        let error = matrix.attach(job(3, nodes), &columns).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                MatrixError::BadAttachedColumns { .. }
+                    | MatrixError::AttachedColumnsMismatch { .. }
+            ),
+            "{columns:?}: {error}"
+        );
+    }
+    assert!(matrix.has_no_placed_jobs());
+}
+
+#[test]
+fn an_attached_job_is_removed_like_any_other_and_starts_the_queue() {
+    let mut matrix = gang_matrix(2, 1);
+    matrix.attach(job(1, 2), &[0, 1]).unwrap();
+    matrix.submit(job(2, 2)).unwrap();
+    let outcome = matrix.remove(JobId(1)).unwrap();
+    assert_eq!(outcome.started.len(), 1);
+    assert_matrix_consistent(&matrix);
+}
