@@ -10,9 +10,15 @@
  *   --start-at S     Unix time (s, fractional) at which the timed part
  *                    starts, so jobs started together by a harness measure
  *                    the same window (0: at once)
+ *   --max-seconds S  stop early once a rank has run the timed part this long
+ *                    (0: never), so a run's length is bounded whatever the
+ *                    scheduling does to it
+ *   --check-every N  with --max-seconds: every N iterations the ranks agree
+ *                    (one small MPI_Allreduce) on whether to stop (50)
  * and rank 0 prints one line
- *   MPIBENCH {"prog":...,"elapsed_s":...,...}
- * where elapsed_s is the slowest rank's time for the timed iterations.
+ *   MPIBENCH {"prog":...,"iters":...,"elapsed_s":...,"us_per_iter":...}
+ * where iters is the timed iterations done and elapsed_s the slowest rank's
+ * time for them.
  */
 #ifndef MPIBENCH_H
 #define MPIBENCH_H
@@ -38,20 +44,23 @@ struct args {
     double compute_us;
     double chunk_us;
     double start_at;
+    double max_seconds;
+    long check_every;
 };
 
 static void usage(const char *prog)
 {
     fprintf(stderr,
             "usage: %s [--iters N] [--warmup N] [--size BYTES] "
-            "[--compute-us US] [--chunk-us US] [--start-at UNIX_S]\n",
+            "[--compute-us US] [--chunk-us US] [--start-at UNIX_S] "
+            "[--max-seconds S] [--check-every N]\n",
             prog);
     exit(2);
 }
 
 static struct args parse_args(int argc, char **argv)
 {
-    struct args a = {10000, 100, 8, 20.0, 5.0, 0.0};
+    struct args a = {10000, 100, 8, 20.0, 5.0, 0.0, 0.0, 50};
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
             usage(argv[0]);
@@ -72,11 +81,17 @@ static struct args parse_args(int argc, char **argv)
             a.chunk_us = x;
         else if (!strcmp(k, "--start-at"))
             a.start_at = x;
+        else if (!strcmp(k, "--max-seconds"))
+            a.max_seconds = x;
+        else if (!strcmp(k, "--check-every"))
+            a.check_every = (long)x;
         else
             usage(argv[0]);
     }
     if (a.size < 1)
         a.size = 1;
+    if (a.check_every < 1)
+        a.check_every = 1;
     return a;
 }
 
@@ -131,7 +146,8 @@ static double wait_for_start(const struct args *a)
 }
 
 /* Rank 0 prints the result line: the slowest rank's elapsed time. */
-static void report(const char *prog, const struct args *a, double elapsed, double late)
+static void report(const char *prog, const struct args *a, long iters, double elapsed,
+                   double late)
 {
     int rank, size;
     double max_elapsed, max_late;
@@ -143,8 +159,8 @@ static void report(const char *prog, const struct args *a, double elapsed, doubl
         printf("MPIBENCH {\"prog\":\"%s\",\"lib\":\"%s\",\"ranks\":%d,\"iters\":%ld,"
                "\"size\":%ld,\"compute_us\":%g,\"elapsed_s\":%.6f,\"us_per_iter\":%.3f,"
                "\"late_start_s\":%.6f}\n",
-               prog, MPIBENCH_LIB, size, a->iters, a->size, a->compute_us, max_elapsed,
-               a->iters ? max_elapsed * 1e6 / a->iters : 0.0, max_late);
+               prog, MPIBENCH_LIB, size, iters, a->size, a->compute_us, max_elapsed,
+               iters ? max_elapsed * 1e6 / iters : 0.0, max_late);
         fflush(stdout);
     }
 }
@@ -157,9 +173,18 @@ static void run(const char *prog, const struct args *a, void (*step)(const struc
         step(a);
     double late = wait_for_start(a);
     double t0 = MPI_Wtime();
-    for (long i = 0; i < a->iters; i++)
+    long done = 0;
+    while (done < a->iters) {
         step(a);
-    report(prog, a, MPI_Wtime() - t0, late);
+        done++;
+        if (a->max_seconds > 0 && done % a->check_every == 0) {
+            int over = MPI_Wtime() - t0 >= a->max_seconds, stop;
+            MPI_Allreduce(&over, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            if (stop)
+                break;
+        }
+    }
+    report(prog, a, done, MPI_Wtime() - t0, late);
 }
 
 #endif

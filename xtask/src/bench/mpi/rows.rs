@@ -27,13 +27,13 @@ pub struct MpiRow {
     pub error: Option<String>,
     /// Successful repetitions behind the medians.
     pub reps: usize,
-    /// Median over repetitions of the jobs' mean time, ÷ the median
-    /// dedicated time.
+    /// Median over repetitions of the jobs' mean time per iteration ÷ the
+    /// median dedicated time per iteration (HPCC: whole runs).
     pub slowdown: f64,
     /// The same for the slowest job of each run.
     pub slowdown_worst: f64,
-    pub elapsed_s: f64,
-    pub dedicated_s: f64,
+    pub per_iteration_s: f64,
+    pub dedicated_per_iteration_s: f64,
     /// The latest any job reached the common start (s; 0: all on time).
     pub late_start_s: f64,
     /// Per job, medians: what the agents saw and did.
@@ -71,12 +71,25 @@ pub fn rows(plan: &Plan, s: &Samples) -> Vec<MpiRow> {
     let mut out = Vec::new();
     for (lib, w) in plan.pairs() {
         let dedicated = s.runs.get(&dedicated_key(lib, w)).map(Vec::as_slice);
-        let dedicated_s = dedicated.map_or(f64::NAN, |r| med_jobs(r, |j| j.elapsed_s));
-        out.push(row(dedicated_key(lib, w), None, s, dedicated_s, None));
+        let dedicated_per_iteration_s =
+            dedicated.map_or(f64::NAN, |r| med_jobs(r, |j| j.per_iteration_s));
+        out.push(row(
+            dedicated_key(lib, w),
+            None,
+            s,
+            dedicated_per_iteration_s,
+            None,
+        ));
         for &mpl in &plan.mpls {
             for col in &plan.columns {
                 let key: Key = (lib, w, mpl, col.label());
-                out.push(row(key, Some(col), s, dedicated_s, col.not_runnable(lib)));
+                out.push(row(
+                    key,
+                    Some(col),
+                    s,
+                    dedicated_per_iteration_s,
+                    col.not_runnable(lib),
+                ));
             }
         }
     }
@@ -87,7 +100,7 @@ fn row(
     key: Key,
     _col: Option<&Column>,
     s: &Samples,
-    dedicated_s: f64,
+    dedicated_per_iteration_s: f64,
     not_run: Option<String>,
 ) -> MpiRow {
     let runs = s.runs.get(&key).map(Vec::as_slice).unwrap_or(&[]);
@@ -99,9 +112,12 @@ fn row(
     } else {
         "ok"
     };
-    let elapsed_s = med_jobs(runs, |j| j.elapsed_s);
+    let per_iteration_s = med_jobs(runs, |j| j.per_iteration_s);
     let worst = med(runs, |r| {
-        r.jobs.iter().map(|j| j.elapsed_s).fold(f64::NAN, f64::max)
+        r.jobs
+            .iter()
+            .map(|j| j.per_iteration_s)
+            .fold(f64::NAN, f64::max)
     });
     MpiRow {
         lib: key.0.as_str().into(),
@@ -111,10 +127,10 @@ fn row(
         status: status.into(),
         error,
         reps: runs.len(),
-        slowdown: elapsed_s / dedicated_s,
-        slowdown_worst: worst / dedicated_s,
-        elapsed_s,
-        dedicated_s,
+        slowdown: per_iteration_s / dedicated_per_iteration_s,
+        slowdown_worst: worst / dedicated_per_iteration_s,
+        per_iteration_s,
+        dedicated_per_iteration_s,
         late_start_s: med(runs, |r| {
             r.jobs.iter().map(|j| j.late_start_s).fold(0.0, f64::max)
         }),
@@ -141,7 +157,7 @@ pub fn table(rows: &[MpiRow]) -> String {
         "column",
         "slowdown",
         "worst",
-        "time_s",
+        "iter_us",
         "late_ms",
         "msgs",
         "ctx_sw",
@@ -159,7 +175,7 @@ pub fn table(rows: &[MpiRow]) -> String {
             r.column,
             num(r.slowdown, 2),
             num(r.slowdown_worst, 2),
-            num(r.elapsed_s, 3),
+            num(r.per_iteration_s * 1e6, 1),
             num(r.late_start_s * 1e3, 0),
             num(r.messages_observed, 0),
             num(r.context_switches, 0),
@@ -207,7 +223,7 @@ mod tests {
             jobs: times
                 .iter()
                 .map(|&t| JobRun {
-                    elapsed_s: t,
+                    per_iteration_s: t,
                     ..JobRun::default()
                 })
                 .collect(),
@@ -226,8 +242,14 @@ mod tests {
         };
         let mut s = Samples::default();
         let d = dedicated_key(Library::Mpich, MpiWorkload::Pingpong);
-        s.runs.insert(d, vec![run(&[1.0]), run(&[1.2]), run(&[0.9])]);
-        let k = (Library::Mpich, MpiWorkload::Pingpong, 2, "local".to_string());
+        s.runs
+            .insert(d, vec![run(&[1.0]), run(&[1.2]), run(&[0.9])]);
+        let k = (
+            Library::Mpich,
+            MpiWorkload::Pingpong,
+            2,
+            "local".to_string(),
+        );
         s.runs.insert(
             k,
             vec![run(&[2.0, 3.0]), run(&[2.0, 2.0]), run(&[3.0, 3.0])],

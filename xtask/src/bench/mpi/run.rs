@@ -39,8 +39,8 @@ pub struct Ctx<'a> {
     pub scratch: PathBuf,
     /// The program to launch per library and workload.
     pub programs: Vec<((Library, MpiWorkload), String)>,
-    /// Multiplies the workloads' iterations.
-    pub scale: f64,
+    /// Timed seconds of each run of our benchmarks.
+    pub seconds: f64,
     next_job_id: u32,
     runs: u32,
 }
@@ -50,7 +50,7 @@ impl<'a> Ctx<'a> {
         cluster: &'a Cluster,
         scratch: PathBuf,
         programs: Vec<((Library, MpiWorkload), String)>,
-        scale: f64,
+        seconds: f64,
     ) -> Result<Self> {
         let nodes = Nodes::of_cluster(cluster);
         let launch_agent = scratch.join("launch-agent.sh");
@@ -61,7 +61,7 @@ impl<'a> Ctx<'a> {
             launch_agent,
             scratch,
             programs,
-            scale,
+            seconds,
             next_job_id: 5000,
             runs: 0,
         })
@@ -79,9 +79,9 @@ impl<'a> Ctx<'a> {
 /// One job of a run.
 #[derive(Clone, Debug, Default)]
 pub struct JobRun {
-    /// The job's time: our benchmarks' slowest rank over the timed
-    /// iterations; HPCC's whole run (launch to exit).
-    pub elapsed_s: f64,
+    /// The job's time per unit of work: our benchmarks' time per iteration
+    /// (slowest rank), HPCC's whole run (launch to exit).
+    pub per_iteration_s: f64,
     /// How late the job reached the common start (0 for HPCC).
     pub late_start_s: f64,
     /// What the agents saw, summed over the nodes.
@@ -99,7 +99,7 @@ pub struct RunResult {
 /// Time between launching and the common start: enough for `mpl` jobs to
 /// start, find and adopt their ranks.
 pub fn lead_s(mpl: u32) -> f64 {
-    1.0 + 0.5 * mpl as f64
+    0.6 + 0.35 * mpl as f64
 }
 
 /// Runs `mpl` copies of `w` with `lib` together once.
@@ -130,7 +130,7 @@ pub fn run_once(
             let dir = run_dir.join(format!("job{k}"));
             std::fs::create_dir_all(&dir)?;
             programs::prepare_workdir(&program, ctx.nodes.nodes.len(), &dir)?;
-            let mut args = w.args(ctx.scale);
+            let mut args = w.args(ctx.seconds);
             if w.synchronised_start() {
                 args.extend(["--start-at".into(), format!("{start_at:.6}")]);
             }
@@ -157,15 +157,15 @@ pub fn run_once(
         let mut out = Vec::new();
         for (id, job) in &mut jobs {
             let finished = job.wait(JOB_TIMEOUT)?;
-            let (elapsed_s, late_start_s) = if w.synchronised_start() {
+            let (per_iteration_s, late_start_s) = if w.synchronised_start() {
                 let r = output::bench_result(&finished.stdout)
                     .with_context(|| format!("job {}", job.job))?;
-                (r.elapsed_s, r.late_start_s)
+                (r.us_per_iter / 1e6, r.late_start_s)
             } else {
                 (finished.wall_s, 0.0)
             };
             out.push(JobRun {
-                elapsed_s,
+                per_iteration_s,
                 late_start_s,
                 stats: agent_stats(ctx.cluster, *id)?,
             });
@@ -180,7 +180,11 @@ pub fn run_once(
     let wall_s = started.elapsed().as_secs_f64();
     Ok(RunResult {
         jobs,
-        agent_cpu_percent: agent_cpu_percent(&cpu_before, &agent_cpu::read_all(ctx.cluster), wall_s),
+        agent_cpu_percent: agent_cpu_percent(
+            &cpu_before,
+            &agent_cpu::read_all(ctx.cluster),
+            wall_s,
+        ),
         outside_cpu_percent: outside_percent(load_before, ours.sample()),
     })
 }

@@ -1,8 +1,13 @@
-//! What `bench mpi` runs: our MPI benchmarks at settings where a dedicated
-//! run on two single-CPU nodes takes about 0.3–1 s, and HPCC.
+//! What `bench mpi` runs: our MPI benchmarks, each run for a fixed time
+//! (`--max-seconds`: the ranks agree every 50 iterations whether to stop,
+//! so a run's length does not depend on how badly it is slowed down), and
+//! HPCC (a fixed problem: its whole run is timed).
 use serde::Serialize;
 
 use crate::mpi::{Library, programs};
+
+/// More iterations than any run reaches in its time.
+const UNBOUNDED_ITERATIONS: u64 = 1_000_000_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
@@ -60,23 +65,19 @@ impl MpiWorkload {
         self != MpiWorkload::Hpcc
     }
 
-    /// The program's arguments; `scale` multiplies the iterations (the
-    /// `--quick` runs use less than 1).
-    pub fn args(self, scale: f64) -> Vec<String> {
-        let (iters, rest): (f64, &[&str]) = match self {
-            MpiWorkload::Pingpong => (10_000.0, &["--size", "8", "--compute-us", "20"]),
-            MpiWorkload::Allreduce => (3_000.0, &["--size", "64", "--compute-us", "50"]),
-            MpiWorkload::Halo => (2_000.0, &["--size", "4096", "--compute-us", "100"]),
-            MpiWorkload::TestLoop => (
-                5_000.0,
-                &["--size", "1024", "--compute-us", "50", "--chunk-us", "5"],
-            ),
+    /// The program's arguments for a run of `seconds` (timed part).
+    pub fn args(self, seconds: f64) -> Vec<String> {
+        let rest: &[&str] = match self {
+            MpiWorkload::Pingpong => &["--size", "8", "--compute-us", "20"],
+            MpiWorkload::Allreduce => &["--size", "64", "--compute-us", "50"],
+            MpiWorkload::Halo => &["--size", "4096", "--compute-us", "100"],
+            MpiWorkload::TestLoop => &["--size", "1024", "--compute-us", "50", "--chunk-us", "5"],
             MpiWorkload::Hpcc => return Vec::new(),
         };
-        let iters = ((iters * scale).round() as u64).max(1);
         rest.iter()
             .map(|s| s.to_string())
-            .chain(["--iters".into(), iters.to_string()])
+            .chain(["--iters".into(), UNBOUNDED_ITERATIONS.to_string()])
+            .chain(["--max-seconds".into(), seconds.to_string()])
             .collect()
     }
 }
@@ -86,14 +87,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_match_the_command_line_and_args_scale() {
+    fn names_match_the_command_line_and_runs_are_timed() {
         use clap::ValueEnum as _;
         for w in MpiWorkload::ALL {
             assert_eq!(w.to_possible_value().unwrap().get_name(), w.as_str());
         }
         assert_eq!(
-            MpiWorkload::Pingpong.args(0.25).join(" "),
-            "--size 8 --compute-us 20 --iters 2500"
+            MpiWorkload::Pingpong.args(1.5).join(" "),
+            "--size 8 --compute-us 20 --iters 1000000000 --max-seconds 1.5"
         );
         assert!(MpiWorkload::Hpcc.args(1.0).is_empty());
         assert!(!MpiWorkload::Hpcc.supported(Library::Mpich));
