@@ -149,7 +149,7 @@ fn pingpong_waits_are_counted_and_boosted(lib: Library, subnet: u8) {
     );
     for agent in &agents {
         let info = agent.wait(51, Duration::from_secs(10));
-        let stats = serde_json::to_value(&info.stats).unwrap();
+        let stats = serde_json::to_value(info.stats).unwrap();
         let waits: u64 = stats
             .as_object()
             .unwrap()

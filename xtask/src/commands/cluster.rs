@@ -145,7 +145,7 @@ fn mpirun(workspace: &Workspace, args: &MpirunArgs) -> Result<ExitCode> {
     let cluster = Cluster::load()?;
     let nodes = mpi::launch::Nodes::of_cluster(&cluster);
     let np = args.np.unwrap_or(nodes.nodes.len());
-    if np == 0 || np % nodes.nodes.len() != 0 {
+    if np == 0 || !np.is_multiple_of(nodes.nodes.len()) {
         anyhow::bail!(
             "--np must be a positive multiple of the {} nodes",
             nodes.nodes.len()
@@ -170,10 +170,7 @@ fn mpirun(workspace: &Workspace, args: &MpirunArgs) -> Result<ExitCode> {
         args: rest,
         workdir: &dir,
     };
-    say(
-        "mpirun",
-        format!("{}", process::describe(&launch.command()?)),
-    );
+    say("mpirun", process::describe(&launch.command()?));
     let mut job = mpi::job::MpiJob::start(&launch)?;
     let sockets: Vec<_> = cluster
         .nodes

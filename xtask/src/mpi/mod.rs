@@ -8,10 +8,11 @@
 //! everything here calls the explicit names (`mpirun.openmpi`,
 //! `mpiexec.hydra`, `mpicc.mpich`, ...).
 //!
-//! Modules: `build` (compiling `xtask/mpi/*.c`), `launch` (the launcher's
-//! command line and the remote-shell script that enters a node), `ranks`
-//! (the ranks of a job and its clean-up), `output` (the programs' result
-//! lines).
+//! Modules: `build` (compiling `xtask/mpi/*.c`), `programs` (naming what
+//! to run), `launch` (the launcher's command line and the remote-shell
+//! script that enters a node), `job` (a running job, cleaned up on drop),
+//! `ranks` (finding a job's ranks), `handoff` (the one way ranks reach the
+//! node agents), `output` (the programs' result lines).
 pub mod build;
 pub mod handoff;
 pub mod job;
