@@ -28,7 +28,7 @@ use crate::{
 
 /// How long one job may run before the run counts as hung (MPICH over UCX
 /// TCP was seen to hang once in a few hundred starts).
-const JOB_TIMEOUT: Duration = Duration::from_secs(90);
+const JOB_TIMEOUT: Duration = Duration::from_secs(45);
 
 /// What the runs share.
 pub struct Ctx<'a> {
