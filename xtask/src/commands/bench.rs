@@ -238,7 +238,7 @@ struct MpiArgs {
     reps: usize,
     /// Timed seconds of each run of the bundled benchmarks (they stop at
     /// this time; HPCC runs its fixed problem).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 0.75)]
     seconds: f64,
     #[command(flatten)]
     out: OutputArgs,

@@ -99,7 +99,7 @@ pub struct RunResult {
 /// Time between launching and the common start: enough for `mpl` jobs to
 /// start, find and adopt their ranks.
 pub fn lead_s(mpl: u32) -> f64 {
-    0.6 + 0.35 * mpl as f64
+    0.5 + 0.3 * mpl as f64
 }
 
 /// Runs `mpl` copies of `w` with `lib` together once.
