@@ -155,20 +155,35 @@ fn mpirun(workspace: &Workspace, args: &MpirunArgs) -> Result<ExitCode> {
     let program = mpi::programs::resolve(workspace, args.lib, name)?;
     let dir = std::env::temp_dir().join(format!("cosched-mpirun-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
+    // The job's directory goes whatever happens to the job.
+    let result = mpirun_in(&cluster, &nodes, args, &program, np, rest, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn mpirun_in(
+    cluster: &Cluster,
+    nodes: &mpi::launch::Nodes,
+    args: &MpirunArgs,
+    program: &str,
+    np: usize,
+    rest: &[String],
+    dir: &std::path::Path,
+) -> Result<ExitCode> {
     let agent_script = dir.join("launch-agent.sh");
     nodes.write_launch_agent(&agent_script)?;
-    mpi::programs::prepare_workdir(&program, np, &dir)?;
+    mpi::programs::prepare_workdir(program, np, dir)?;
     let job_name = format!("mpirun-{}", std::process::id());
     let launch = mpi::launch::JobLaunch {
         lib: args.lib,
-        nodes: &nodes,
+        nodes,
         launch_agent: &agent_script,
         ranks_per_node: np / nodes.nodes.len(),
         job: &job_name,
         yield_when_idle: args.yield_when_idle,
-        program: &program,
+        program,
         args: rest,
-        workdir: &dir,
+        workdir: dir,
     };
     say("mpirun", process::describe(&launch.command()?));
     let mut job = mpi::job::MpiJob::start(&launch)?;
@@ -207,7 +222,6 @@ fn mpirun(workspace: &Workspace, args: &MpirunArgs) -> Result<ExitCode> {
             let _ = Client::connect(socket)?.call(&forget, Duration::from_secs(5));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(ExitCode::SUCCESS)
 }
 
