@@ -8,6 +8,7 @@
 //! message saying so: they never pass silently.
 pub mod agent;
 pub mod coord;
+pub mod mpi;
 pub mod netns;
 pub mod pair;
 pub mod proc;

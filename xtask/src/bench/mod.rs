@@ -7,6 +7,7 @@ pub mod gang;
 pub mod idle;
 pub mod jobs;
 pub mod local;
+pub mod mpi;
 pub mod outside_load;
 pub mod overhead;
 pub mod overhead_syscalls;

@@ -9,9 +9,11 @@ use xtask::{
         gang::{self, GangOptions, modes::Mode, workloads::GangWorkload},
         idle::{self, IdleOptions},
         local::{self, LocalOptions, workloads::Workload},
+        mpi::{self, MpiOptions, workloads::MpiWorkload},
         overhead,
     },
     cargo_build::{self, Profile},
+    mpi::Library,
     progress::say,
     setup,
     workspace::Workspace,
@@ -50,6 +52,11 @@ enum BenchCommand {
     /// the best local policy: communication- and I/O-intensive jobs and
     /// Paired Gang Scheduling's mixes, per slice length; switch skew; the targets.
     Gang(GangArgs),
+    /// Real MPI programs (OpenMPI and MPICH with their own launchers):
+    /// dedicated, plain Linux, the library's yield mode, every local policy
+    /// (and gang / paired gang once jobs can be attached to the
+    /// coordinator) at MPL 2 and 3; slowdown = time ÷ dedicated time.
+    Mpi(MpiArgs),
 }
 
 /// What every policy bench writes and how it builds.
@@ -214,6 +221,58 @@ impl GangArgs {
     }
 }
 
+#[derive(Debug, clap::Args)]
+struct MpiArgs {
+    /// Libraries, comma-separated [default: openmpi,mpich].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    libs: Vec<Library>,
+    /// Workloads, comma-separated [default: all].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    workloads: Vec<MpiWorkload>,
+    /// Multiprogramming levels (copies of the job at once), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [2, 3])]
+    mpl: Vec<u32>,
+    /// Columns, comma-separated [default: local,yield, every local policy,
+    /// gang,paired-gang]; local policies may be variants as in `bench local`.
+    #[arg(long, value_delimiter = ',')]
+    columns: Vec<String>,
+    /// The coordinator columns' slice length, ms.
+    #[arg(long, default_value_t = mpi::DEFAULT_SLICE_MS)]
+    slice_ms: u64,
+    /// Repetitions per cell; each number is their median.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Timed seconds of each run of the bundled benchmarks (they stop at
+    /// this time; HPCC runs its fixed problem).
+    #[arg(long, default_value_t = 0.75)]
+    seconds: f64,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+impl MpiArgs {
+    fn options(self) -> MpiOptions {
+        let defaults = MpiOptions::default();
+        let options = MpiOptions {
+            libs: or_default(self.libs, defaults.libs),
+            workloads: or_default(self.workloads, defaults.workloads),
+            mpls: self.mpl,
+            columns: or_default(self.columns, defaults.columns),
+            slice_ms: self.slice_ms,
+            reps: self.reps,
+            seconds: self.seconds,
+            json: self.out.json,
+            svg: self.out.svg,
+            build: !self.out.no_build,
+        };
+        if self.out.quick {
+            options.quick()
+        } else {
+            options
+        }
+    }
+}
+
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
     match args.command {
         BenchCommand::Overhead {
@@ -287,6 +346,14 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
         }
         BenchCommand::Local(args) => {
             let report = local::run(workspace, &args.options())?;
+            return Ok(exit_code(
+                report.interrupted,
+                report.failed_rows(),
+                report.rows.len(),
+            ));
+        }
+        BenchCommand::Mpi(args) => {
+            let report = mpi::run(workspace, &args.options())?;
             return Ok(exit_code(
                 report.interrupted,
                 report.failed_rows(),

@@ -4,9 +4,12 @@ use std::{ffi::OsString, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
+use cosched_proto::control::{Client, Reply, Request};
 use xtask::{
     cluster::{self, AgentCommand, Cluster, CoordinatorOptions, DEFAULT_METRICS_PORT, UpOptions},
+    mpi::{self, Library},
     process,
+    progress::say,
     workspace::Workspace,
 };
 
@@ -29,6 +32,12 @@ enum ClusterCommand {
     /// Stop the agents and remove everything a cluster created (idempotent,
     /// also cleans up after a crashed run).
     Down,
+    /// Run a real MPI job across the nodes with the library's own launcher
+    /// (`mpirun.openmpi` or `mpiexec.hydra`), one rank per node unless
+    /// `--np` says more. PROG is one of the bundled benchmarks (pingpong,
+    /// allreduce, halo, testloop; built for the library), `hpcc`, or any
+    /// MPI program.
+    Mpirun(MpirunArgs),
     /// Run a command inside a node: in its network namespace, pinned to its CPU.
     Exec {
         /// The node (n0, n1, ...).
@@ -76,6 +85,25 @@ struct UpArgs {
     agent_cmd: Option<String>,
 }
 
+#[derive(Debug, clap::Args)]
+struct MpirunArgs {
+    #[arg(long, value_enum, default_value = "openmpi")]
+    lib: Library,
+    /// Ranks in all (a multiple of the number of nodes) [default: one per node].
+    #[arg(long)]
+    np: Option<usize>,
+    /// The library's yield mode (OpenMPI's `mpi_yield_when_idle`).
+    #[arg(long)]
+    yield_when_idle: bool,
+    /// Hand the ranks to the node agents as this job id (adopted), and
+    /// print what the agents saw of the job.
+    #[arg(long, value_name = "JOB_ID")]
+    adopt: Option<u32>,
+    /// The program and its arguments (after `--`).
+    #[arg(required = true, last = true)]
+    command: Vec<String>,
+}
+
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
     match args.command {
         ClusterCommand::Up(args) => {
@@ -108,6 +136,91 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
             cluster::down()?;
         }
         ClusterCommand::Exec { node, command } => return exec(&node, &command),
+        ClusterCommand::Mpirun(args) => return mpirun(workspace, &args),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mpirun(workspace: &Workspace, args: &MpirunArgs) -> Result<ExitCode> {
+    let cluster = Cluster::load()?;
+    let nodes = mpi::launch::Nodes::of_cluster(&cluster);
+    let np = args.np.unwrap_or(nodes.nodes.len());
+    if np == 0 || !np.is_multiple_of(nodes.nodes.len()) {
+        anyhow::bail!(
+            "--np must be a positive multiple of the {} nodes",
+            nodes.nodes.len()
+        );
+    }
+    let (name, rest) = args.command.split_first().context("no program given")?;
+    let program = mpi::programs::resolve(workspace, args.lib, name)?;
+    let dir = std::env::temp_dir().join(format!("cosched-mpirun-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    // The job's directory goes whatever happens to the job.
+    let result = mpirun_in(&cluster, &nodes, args, &program, np, rest, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn mpirun_in(
+    cluster: &Cluster,
+    nodes: &mpi::launch::Nodes,
+    args: &MpirunArgs,
+    program: &str,
+    np: usize,
+    rest: &[String],
+    dir: &std::path::Path,
+) -> Result<ExitCode> {
+    let agent_script = dir.join("launch-agent.sh");
+    nodes.write_launch_agent(&agent_script)?;
+    mpi::programs::prepare_workdir(program, np, dir)?;
+    let job_name = format!("mpirun-{}", std::process::id());
+    let launch = mpi::launch::JobLaunch {
+        lib: args.lib,
+        nodes,
+        launch_agent: &agent_script,
+        ranks_per_node: np / nodes.nodes.len(),
+        job: &job_name,
+        yield_when_idle: args.yield_when_idle,
+        program,
+        args: rest,
+        workdir: dir,
+    };
+    say("mpirun", process::describe(&launch.command()?));
+    let mut job = mpi::job::MpiJob::start(&launch)?;
+    let sockets: Vec<_> = cluster
+        .nodes
+        .iter()
+        .map(|n| n.control_socket.clone())
+        .collect();
+    if let Some(job_id) = args.adopt {
+        let ranks = mpi::handoff::adopt_ranks(&mut job, &sockets, job_id, &job_name)?;
+        say("mpirun", format!("adopted ranks {ranks:?} as job {job_id}"));
+    }
+    let finished = job.wait(Duration::from_secs(24 * 3600));
+    drop(job);
+    let finished = finished?;
+    print!("{}", finished.stdout);
+    eprint!("{}", finished.stderr);
+    if let Ok(text) = std::fs::read_to_string(dir.join("hpccoutf.txt")) {
+        let kernels = mpi::output::hpcc_kernel_seconds(&text)?;
+        println!(
+            "hpcc: timed kernels {kernels:.3} s, whole run {:.3} s",
+            finished.wall_s
+        );
+    }
+    if let Some(job_id) = args.adopt {
+        for (node, socket) in cluster.nodes.iter().zip(&sockets) {
+            let request = Request::Wait {
+                job_id,
+                timeout_ms: 10_000,
+            };
+            let reply = Client::connect(socket)?.call(&request, Duration::from_secs(15))?;
+            if let Reply::Job { job } = reply {
+                println!("{}: {}", node.name, serde_json::to_string(&job.stats)?);
+            }
+            let forget = Request::Forget { job_id };
+            let _ = Client::connect(socket)?.call(&forget, Duration::from_secs(5));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

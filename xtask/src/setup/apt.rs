@@ -35,6 +35,30 @@ pub const RUNTIME_PACKAGES: &[Package] = &[
         name: "busybox-static",
         needed_for: "the initramfs of VM integration tests",
     },
+    // Real MPI programs (`cluster mpirun`, `bench mpi`, the MPI integration
+    // tests). Debian's `mpirun`/`mpicc` alternatives point at one of the two
+    // libraries, so everything calls the explicit names (`mpirun.openmpi`,
+    // `mpicc.mpich`, ...).
+    Package {
+        name: "openmpi-bin",
+        needed_for: "mpirun.openmpi: real MPI jobs across the cluster's nodes",
+    },
+    Package {
+        name: "libopenmpi-dev",
+        needed_for: "mpicc.openmpi: building the MPI benchmarks against OpenMPI",
+    },
+    Package {
+        name: "mpich",
+        needed_for: "mpiexec.hydra: real MPI jobs with MPICH",
+    },
+    Package {
+        name: "libmpich-dev",
+        needed_for: "mpicc.mpich: building the MPI benchmarks against MPICH",
+    },
+    Package {
+        name: "hpcc",
+        needed_for: "the HPC Challenge benchmark, a packaged real MPI program",
+    },
 ];
 
 /// Installs the packages that are not installed yet (running `apt-get update`

@@ -1,0 +1,140 @@
+//! The loop of `bench mpi`, interleaved so that slow drift of the machine
+//! (a build starting, thermal state) spreads over every column instead of
+//! biasing the ones measured last: every repetition runs, for each library
+//! and workload, the dedicated run, then every runnable column at every
+//! MPL, the columns' order rotated by one from one repetition to the next.
+//! A failed run is repeated once (a hung MPI start-up is rare but real);
+//! a disturbed one (outside load) as `bench local` does.
+use std::collections::BTreeMap;
+
+use super::{
+    columns::Column,
+    run::{Ctx, RunResult, run_once},
+    workloads::MpiWorkload,
+};
+use crate::{
+    bench::{
+        local::{interrupt::interrupted, policies, rows::one_line},
+        outside_load::{Retry, undisturbed},
+    },
+    mpi::Library,
+    progress::say,
+};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub libs: Vec<Library>,
+    pub workloads: Vec<MpiWorkload>,
+    pub mpls: Vec<u32>,
+    pub columns: Vec<Column>,
+    pub reps: usize,
+}
+
+impl Plan {
+    /// The (library, workload) pairs that can run.
+    pub fn pairs(&self) -> Vec<(Library, MpiWorkload)> {
+        self.libs
+            .iter()
+            .flat_map(|&l| self.workloads.iter().map(move |&w| (l, w)))
+            .filter(|(l, w)| w.supported(*l))
+            .collect()
+    }
+
+    /// The columns measured for `lib`.
+    pub fn runnable(&self, lib: Library) -> Vec<&Column> {
+        self.columns
+            .iter()
+            .filter(|c| c.not_runnable(lib).is_none())
+            .collect()
+    }
+}
+
+/// A cell: library, workload, MPL (1 = dedicated), column label.
+pub type Key = (Library, MpiWorkload, u32, String);
+
+/// Every run's result per cell, and the errors met.
+#[derive(Debug, Default)]
+pub struct Samples {
+    pub runs: BTreeMap<Key, Vec<RunResult>>,
+    pub errors: BTreeMap<Key, String>,
+    pub interrupted: bool,
+}
+
+/// The dedicated cell of a library and workload.
+pub fn dedicated_key(lib: Library, w: MpiWorkload) -> Key {
+    (lib, w, 1, "dedicated".into())
+}
+
+/// Runs the plan; never fails as a whole.
+pub fn run(ctx: &mut Ctx<'_>, plan: &Plan) -> Samples {
+    let mut s = Samples::default();
+    for rep in 0..plan.reps {
+        for (lib, w) in plan.pairs() {
+            let mut cells = vec![(1, None)];
+            let mut cols = plan.runnable(lib);
+            if !cols.is_empty() {
+                let by = rep % cols.len();
+                cols.rotate_left(by);
+            }
+            for &mpl in &plan.mpls {
+                cells.extend(cols.iter().map(|c| (mpl, Some(*c))));
+            }
+            for (mpl, col) in cells {
+                if interrupted() {
+                    s.interrupted = true;
+                    return s;
+                }
+                let key: Key = match col {
+                    None => dedicated_key(lib, w),
+                    Some(c) => (lib, w, mpl, c.label()),
+                };
+                let what = format!(
+                    "{} {} MPL {mpl} {} rep {}/{}",
+                    lib.as_str(),
+                    w.as_str(),
+                    key.3,
+                    rep + 1,
+                    plan.reps
+                );
+                say("bench", &what);
+                match measure(ctx, lib, w, mpl, col, &what) {
+                    Ok(r) => s.runs.entry(key).or_default().push(r),
+                    Err(e) => {
+                        let e = format!("{e:#}");
+                        say("bench", format!("{what}: error: {}", one_line(&e)));
+                        s.errors.insert(key, e);
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+fn measure(
+    ctx: &mut Ctx<'_>,
+    lib: Library,
+    w: MpiWorkload,
+    mpl: u32,
+    col: Option<&Column>,
+    what: &str,
+) -> anyhow::Result<RunResult> {
+    let policy = col.map_or(policies::BASELINE, |c| c.agent_policy());
+    policies::switch_all(ctx.cluster, policy)?;
+    let yield_when_idle = matches!(col, Some(Column::Yield));
+    undisturbed(
+        Retry::DEFAULT,
+        what,
+        || {
+            run_once(ctx, lib, w, yield_when_idle, mpl).or_else(|e| {
+                say(
+                    "bench",
+                    format!("{what}: {}; trying once more", one_line(&format!("{e:#}"))),
+                );
+                run_once(ctx, lib, w, yield_when_idle, mpl)
+            })
+        },
+        |r| r.outside_cpu_percent,
+    )
+}

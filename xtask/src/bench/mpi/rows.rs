@@ -1,0 +1,271 @@
+//! The rows of `bench mpi` (one per library, workload, MPL and column; the
+//! dedicated run is the row with MPL 1), the table, and the rows the
+//! slowdown chart of `bench local` draws.
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{
+    columns::Column,
+    matrix::{Key, Plan, Samples, dedicated_key},
+    run::RunResult,
+};
+use crate::bench::local::{
+    metrics::median_finite,
+    rows::{Row, num, one_line, sample_chart_row},
+};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct MpiRow {
+    pub lib: String,
+    pub workload: String,
+    pub mpl: u32,
+    pub column: String,
+    /// `ok`, `error` (no run succeeded) or `not-run` (the column cannot run
+    /// for this library yet; `error` says why).
+    pub status: String,
+    pub error: Option<String>,
+    /// Successful repetitions behind the medians.
+    pub reps: usize,
+    /// Median over repetitions of the jobs' mean time per iteration ÷ the
+    /// median dedicated time per iteration (HPCC: whole runs).
+    pub slowdown: f64,
+    /// The same for the slowest job of each run.
+    pub slowdown_worst: f64,
+    pub per_iteration_s: f64,
+    pub dedicated_per_iteration_s: f64,
+    /// The latest any job reached the common start (s; 0: all on time).
+    pub late_start_s: f64,
+    /// Per job, medians: what the agents saw and did.
+    pub messages_observed: f64,
+    pub cpu_seconds: f64,
+    pub spin_seconds: f64,
+    pub context_switches: f64,
+    pub boosts: f64,
+    pub actions: f64,
+    pub agent_cpu_percent: f64,
+    pub outside_cpu_percent: f64,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Median over runs of the per-run value `f`.
+fn med(runs: &[RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
+    median_finite(runs.iter().map(f))
+}
+
+/// Median over runs of the mean over jobs of `f`.
+fn med_jobs(runs: &[RunResult], f: impl Fn(&super::run::JobRun) -> f64) -> f64 {
+    med(runs, |r| mean(r.jobs.iter().map(&f)))
+}
+
+/// Every row of the plan, in the table's order.
+pub fn rows(plan: &Plan, s: &Samples) -> Vec<MpiRow> {
+    let mut out = Vec::new();
+    for (lib, w) in plan.pairs() {
+        let dedicated = s.runs.get(&dedicated_key(lib, w)).map(Vec::as_slice);
+        let dedicated_per_iteration_s =
+            dedicated.map_or(f64::NAN, |r| med_jobs(r, |j| j.per_iteration_s));
+        out.push(row(
+            dedicated_key(lib, w),
+            None,
+            s,
+            dedicated_per_iteration_s,
+            None,
+        ));
+        for &mpl in &plan.mpls {
+            for col in &plan.columns {
+                let key: Key = (lib, w, mpl, col.label());
+                out.push(row(
+                    key,
+                    Some(col),
+                    s,
+                    dedicated_per_iteration_s,
+                    col.not_runnable(lib),
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn row(
+    key: Key,
+    _col: Option<&Column>,
+    s: &Samples,
+    dedicated_per_iteration_s: f64,
+    not_run: Option<String>,
+) -> MpiRow {
+    let runs = s.runs.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+    let error = not_run.clone().or_else(|| s.errors.get(&key).cloned());
+    let status = if not_run.is_some() {
+        "not-run"
+    } else if runs.is_empty() {
+        "error"
+    } else {
+        "ok"
+    };
+    let per_iteration_s = med_jobs(runs, |j| j.per_iteration_s);
+    let worst = med(runs, |r| {
+        r.jobs
+            .iter()
+            .map(|j| j.per_iteration_s)
+            .fold(f64::NAN, f64::max)
+    });
+    MpiRow {
+        lib: key.0.as_str().into(),
+        workload: key.1.as_str().into(),
+        mpl: key.2,
+        column: key.3.clone(),
+        status: status.into(),
+        error,
+        reps: runs.len(),
+        slowdown: per_iteration_s / dedicated_per_iteration_s,
+        slowdown_worst: worst / dedicated_per_iteration_s,
+        per_iteration_s,
+        dedicated_per_iteration_s,
+        late_start_s: med(runs, |r| {
+            r.jobs.iter().map(|j| j.late_start_s).fold(0.0, f64::max)
+        }),
+        messages_observed: med_jobs(runs, |j| j.stats.messages_observed as f64),
+        cpu_seconds: med_jobs(runs, |j| j.stats.cpu_seconds),
+        spin_seconds: med_jobs(runs, |j| j.stats.spin_seconds),
+        context_switches: med_jobs(runs, |j| {
+            (j.stats.switches_voluntary + j.stats.switches_preempted) as f64
+        }),
+        boosts: med_jobs(runs, |j| j.stats.boosts as f64),
+        actions: med_jobs(runs, |j| j.stats.actions as f64),
+        agent_cpu_percent: med(runs, |r| r.agent_cpu_percent),
+        outside_cpu_percent: med(runs, |r| r.outside_cpu_percent),
+    }
+}
+
+/// The stdout table.
+pub fn table(rows: &[MpiRow]) -> String {
+    let mut out = format!(
+        "{:<8} {:<10} {:>3} {:<17} {:>8} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}\n",
+        "lib",
+        "workload",
+        "mpl",
+        "column",
+        "slowdown",
+        "worst",
+        "iter_us",
+        "late_ms",
+        "msgs",
+        "ctx_sw",
+        "boosts",
+        "agent%",
+        "other%"
+    );
+    for r in rows {
+        let _ = write!(
+            out,
+            "{:<8} {:<10} {:>3} {:<17} {:>8} {:>7} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            r.lib,
+            r.workload,
+            r.mpl,
+            r.column,
+            num(r.slowdown, 2),
+            num(r.slowdown_worst, 2),
+            num(r.per_iteration_s * 1e6, 1),
+            num(r.late_start_s * 1e3, 0),
+            num(r.messages_observed, 0),
+            num(r.context_switches, 0),
+            num(r.boosts, 0),
+            num(r.agent_cpu_percent, 2),
+            num(r.outside_cpu_percent, 1),
+        );
+        if r.status != "ok"
+            && let Some(e) = &r.error
+        {
+            let _ = write!(out, "  {}: {}", r.status, one_line(e));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The rows as `bench local`'s chart draws them: one panel per MPL, a
+/// group per library and workload, a bar per measured column.
+pub fn chart_rows(rows: &[MpiRow]) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| r.status == "ok" && r.mpl > 1)
+        .map(|r| {
+            sample_chart_row(
+                &format!("{} {}", r.lib, r.workload),
+                &r.column,
+                r.mpl,
+                &r.column,
+                r.slowdown,
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        bench::mpi::{run::JobRun, workloads::MpiWorkload},
+        mpi::Library,
+    };
+
+    fn run(times: &[f64]) -> RunResult {
+        RunResult {
+            jobs: times
+                .iter()
+                .map(|&t| JobRun {
+                    per_iteration_s: t,
+                    ..JobRun::default()
+                })
+                .collect(),
+            ..RunResult::default()
+        }
+    }
+
+    #[test]
+    fn slowdown_is_the_median_mean_time_over_the_median_dedicated_time() {
+        let plan = Plan {
+            libs: vec![Library::Mpich],
+            workloads: vec![MpiWorkload::Pingpong, MpiWorkload::Hpcc],
+            mpls: vec![2],
+            columns: vec![Column::Policy("local".into()), Column::Yield],
+            reps: 3,
+        };
+        let mut s = Samples::default();
+        let d = dedicated_key(Library::Mpich, MpiWorkload::Pingpong);
+        s.runs
+            .insert(d, vec![run(&[1.0]), run(&[1.2]), run(&[0.9])]);
+        let k = (
+            Library::Mpich,
+            MpiWorkload::Pingpong,
+            2,
+            "local".to_string(),
+        );
+        s.runs.insert(
+            k,
+            vec![run(&[2.0, 3.0]), run(&[2.0, 2.0]), run(&[3.0, 3.0])],
+        );
+        let rows = rows(&plan, &s);
+        // HPCC is not packaged for MPICH: no rows for it.
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows[0].mpl, rows[0].column.as_str()), (1, "dedicated"));
+        assert_eq!(rows[0].slowdown, 1.0);
+        assert_eq!(rows[1].status, "ok");
+        assert_eq!(rows[1].slowdown, 2.5);
+        assert_eq!(rows[1].slowdown_worst, 3.0);
+        assert_eq!(rows[2].status, "not-run");
+        assert!(rows[2].error.as_deref().unwrap().contains("no yield mode"));
+        let text = table(&rows);
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert_eq!(chart_rows(&rows).len(), 1);
+    }
+}

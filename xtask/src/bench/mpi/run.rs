@@ -1,0 +1,234 @@
+//! One run of `bench mpi`: MPL copies of one MPI job launched together by
+//! the library's launcher, their ranks handed to the node agents, all
+//! timed from one common instant; what each job took and what the agents
+//! saw of it; the outside load and the agents' CPU meanwhile.
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context as _, Result, bail};
+use cosched_proto::control::{JobStats, Reply, Request};
+
+use super::workloads::MpiWorkload;
+use crate::{
+    bench::{
+        jobs::{call, unix_ns},
+        local::{agent_cpu, metrics::agent_cpu_percent},
+        outside_load::{Ours, outside_percent},
+    },
+    cluster::Cluster,
+    mpi::{
+        Library, handoff,
+        job::MpiJob,
+        launch::{JobLaunch, Nodes},
+        output, programs,
+    },
+};
+
+/// How long one job may run before the run counts as hung (MPICH over UCX
+/// TCP was seen to hang once in a few hundred starts).
+const JOB_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// What the runs share.
+pub struct Ctx<'a> {
+    pub cluster: &'a Cluster,
+    pub nodes: Nodes,
+    pub launch_agent: PathBuf,
+    /// Scratch space: one working directory per job.
+    pub scratch: PathBuf,
+    /// The program to launch per library and workload.
+    pub programs: Vec<((Library, MpiWorkload), String)>,
+    /// Timed seconds of each run of our benchmarks.
+    pub seconds: f64,
+    next_job_id: u32,
+    runs: u32,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(
+        cluster: &'a Cluster,
+        scratch: PathBuf,
+        programs: Vec<((Library, MpiWorkload), String)>,
+        seconds: f64,
+    ) -> Result<Self> {
+        let nodes = Nodes::of_cluster(cluster);
+        let launch_agent = scratch.join("launch-agent.sh");
+        nodes.write_launch_agent(&launch_agent)?;
+        Ok(Self {
+            cluster,
+            nodes,
+            launch_agent,
+            scratch,
+            programs,
+            seconds,
+            next_job_id: 5000,
+            runs: 0,
+        })
+    }
+
+    fn program(&self, lib: Library, w: MpiWorkload) -> Result<&str> {
+        self.programs
+            .iter()
+            .find(|(k, _)| *k == (lib, w))
+            .map(|(_, p)| p.as_str())
+            .with_context(|| format!("{} was not built for {}", w.as_str(), lib.as_str()))
+    }
+}
+
+/// One job of a run.
+#[derive(Clone, Debug, Default)]
+pub struct JobRun {
+    /// The job's time per unit of work: our benchmarks' time per iteration
+    /// (slowest rank), HPCC's whole run (launch to exit).
+    pub per_iteration_s: f64,
+    /// How late the job reached the common start (0 for HPCC).
+    pub late_start_s: f64,
+    /// What the agents saw, summed over the nodes.
+    pub stats: JobStats,
+}
+
+/// One run.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    pub jobs: Vec<JobRun>,
+    pub agent_cpu_percent: f64,
+    pub outside_cpu_percent: f64,
+}
+
+/// Time between launching and the common start: enough for `mpl` jobs to
+/// start, find and adopt their ranks.
+pub fn lead_s(mpl: u32) -> f64 {
+    0.5 + 0.3 * mpl as f64
+}
+
+/// Runs `mpl` copies of `w` with `lib` together once.
+pub fn run_once(
+    ctx: &mut Ctx<'_>,
+    lib: Library,
+    w: MpiWorkload,
+    yield_when_idle: bool,
+    mpl: u32,
+) -> Result<RunResult> {
+    let program = ctx.program(lib, w)?.to_string();
+    ctx.runs += 1;
+    let run_dir = ctx.scratch.join(format!("run{}", ctx.runs));
+    let ours = Ours::of(ctx.cluster);
+    let load_before = ours.sample();
+    let cpu_before = agent_cpu::read_all(ctx.cluster);
+    let started = Instant::now();
+    let start_at = unix_ns() as f64 / 1e9 + lead_s(mpl);
+    let sockets: Vec<PathBuf> = ctx
+        .cluster
+        .nodes
+        .iter()
+        .map(|n| n.control_socket.clone())
+        .collect();
+    let mut jobs: Vec<(u32, MpiJob)> = Vec::new();
+    let result = (|| -> Result<Vec<JobRun>> {
+        for k in 0..mpl {
+            let dir = run_dir.join(format!("job{k}"));
+            std::fs::create_dir_all(&dir)?;
+            programs::prepare_workdir(&program, ctx.nodes.nodes.len(), &dir)?;
+            let mut args = w.args(ctx.seconds);
+            if w.synchronised_start() {
+                args.extend(["--start-at".into(), format!("{start_at:.6}")]);
+            }
+            let name = format!("b{}j{k}", ctx.runs);
+            let launch = JobLaunch {
+                lib,
+                nodes: &ctx.nodes,
+                launch_agent: &ctx.launch_agent,
+                ranks_per_node: 1,
+                job: &name,
+                yield_when_idle,
+                program: &program,
+                args: &args,
+                workdir: &dir,
+            };
+            let job = MpiJob::start(&launch)?;
+            jobs.push((ctx.next_job_id, job));
+            ctx.next_job_id += 1;
+        }
+        for (id, job) in &mut jobs {
+            let name = job.job.clone();
+            handoff::adopt_ranks(job, &sockets, *id, &name)?;
+        }
+        let mut out = Vec::new();
+        for (id, job) in &mut jobs {
+            let finished = job.wait(JOB_TIMEOUT)?;
+            let (per_iteration_s, late_start_s) = if w.synchronised_start() {
+                let r = output::bench_result(&finished.stdout)
+                    .with_context(|| format!("job {}", job.job))?;
+                (r.us_per_iter / 1e6, r.late_start_s)
+            } else {
+                (finished.wall_s, 0.0)
+            };
+            out.push(JobRun {
+                per_iteration_s,
+                late_start_s,
+                stats: agent_stats(ctx.cluster, *id)?,
+            });
+        }
+        Ok(out)
+    })();
+    let ids: Vec<u32> = jobs.iter().map(|(id, _)| *id).collect();
+    drop(jobs);
+    forget(ctx.cluster, &ids);
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let jobs = result?;
+    let wall_s = started.elapsed().as_secs_f64();
+    Ok(RunResult {
+        jobs,
+        agent_cpu_percent: agent_cpu_percent(
+            &cpu_before,
+            &agent_cpu::read_all(ctx.cluster),
+            wall_s,
+        ),
+        outside_cpu_percent: outside_percent(load_before, ours.sample()),
+    })
+}
+
+/// The agents' counters of an ended job, summed over the nodes.
+fn agent_stats(cluster: &Cluster, job_id: u32) -> Result<JobStats> {
+    let mut sum = JobStats::default();
+    for node in 0..cluster.nodes.len() {
+        let reply = call(
+            cluster,
+            node,
+            Request::Wait {
+                job_id,
+                timeout_ms: 10_000,
+            },
+        )?;
+        let Reply::Job { job } = reply else {
+            bail!("unexpected reply {reply:?}");
+        };
+        let s = job.stats;
+        sum.cpu_seconds += s.cpu_seconds;
+        sum.spin_seconds += s.spin_seconds;
+        sum.messages_observed += s.messages_observed;
+        sum.receives += s.receives;
+        sum.empty_receives += s.empty_receives;
+        sum.sends += s.sends;
+        sum.switches_in += s.switches_in;
+        sum.switches_voluntary += s.switches_voluntary;
+        sum.switches_preempted += s.switches_preempted;
+        sum.boosts += s.boosts;
+        sum.actions += s.actions;
+        sum.reactions += s.reactions;
+        sum.reaction_latency_p50_us = sum.reaction_latency_p50_us.max(s.reaction_latency_p50_us);
+        sum.reaction_latency_p99_us = sum.reaction_latency_p99_us.max(s.reaction_latency_p99_us);
+    }
+    Ok(sum)
+}
+
+/// Makes the agents drop the jobs' records (errors ignored: a job a failed
+/// run never adopted is unknown to them).
+fn forget(cluster: &Cluster, ids: &[u32]) {
+    for &job_id in ids {
+        for node in 0..cluster.nodes.len() {
+            let _ = call(cluster, node, Request::Forget { job_id });
+        }
+    }
+}
