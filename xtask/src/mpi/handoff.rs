@@ -102,8 +102,8 @@ pub fn await_joined(
         let deadline = Instant::now() + JOIN_TIMEOUT;
         loop {
             let needed = 1 + pids.iter().map(|&p| threads(p)).sum::<u32>();
-            let held = attached_job(socket, job_id)
-                .with_context(|| format!("agent of {}", node.name))?;
+            let held =
+                attached_job(socket, job_id).with_context(|| format!("agent of {}", node.name))?;
             let tasks = held.as_ref().map_or(0, |j| j.live_tasks);
             if tasks >= needed {
                 break;

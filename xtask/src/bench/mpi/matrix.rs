@@ -126,10 +126,11 @@ fn measure(
         Some(Column::Coordinator { policy, .. }) => Some(*policy),
         _ => None,
     };
-    // The coordinator idles (enforcing nothing) unless its column runs;
-    // switched first, so the agents' own policy is set last.
+    // The coordinator idles (enforcing nothing, the agents keep their own
+    // policy) unless its column runs; switched first, so that the agents'
+    // policy is set after it.
     if ctx.cluster.coordinator.is_some() {
-        CoordAdmin::of(ctx.cluster).set_policy(IDLE_COORDINATOR_POLICY, policies::BASELINE)?;
+        CoordAdmin::of(ctx.cluster).set_global(IDLE_COORDINATOR_POLICY)?;
     }
     policies::switch_all(ctx.cluster, policy)?;
     if let Some(global) = global {

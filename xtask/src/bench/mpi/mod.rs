@@ -318,12 +318,6 @@ mod tests {
             })
             .contains("unknown policy")
         );
-        assert!(
-            bad(MpiOptions {
-                slice_ms: 5,
-                ..d()
-            })
-            .contains("--slice-ms 5")
-        );
+        assert!(bad(MpiOptions { slice_ms: 5, ..d() }).contains("--slice-ms 5"));
     }
 }

@@ -173,23 +173,24 @@ pub fn run_once(
                 args.extend(["--start-at".into(), format!("{start_at:.6}")]);
             }
             let name = format!("b{}j{k}", ctx.runs);
-            let launch = JobLaunch {
-                lib,
-                nodes: &ctx.nodes,
-                launch_agent: &ctx.launch_agent,
-                ranks_per_node: 1,
-                job: &name,
-                yield_when_idle,
-                program: &program,
-                args: &args,
-                workdir: &dir,
-                attach: match handoff {
-                    Handoff::Adopt => None,
-                    Handoff::Attach => Some(ctx.attach.as_ref().context(
-                        "the bench cluster has no coordinator for the gang columns",
-                    )?),
-                },
-            };
+            let launch =
+                JobLaunch {
+                    lib,
+                    nodes: &ctx.nodes,
+                    launch_agent: &ctx.launch_agent,
+                    ranks_per_node: 1,
+                    job: &name,
+                    yield_when_idle,
+                    program: &program,
+                    args: &args,
+                    workdir: &dir,
+                    attach: match handoff {
+                        Handoff::Adopt => None,
+                        Handoff::Attach => Some(ctx.attach.as_ref().context(
+                            "the bench cluster has no coordinator for the gang columns",
+                        )?),
+                    },
+                };
             let job = MpiJob::start(&launch)?;
             let id = match &admin {
                 None => {
