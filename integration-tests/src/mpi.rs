@@ -80,6 +80,8 @@ impl MpiCluster {
                 netns: ns.clone(),
                 cpu: i % crate::proc::online_cpus() as usize,
                 cgroup,
+                // The agents start later; the tests adopt by pid.
+                agent_socket: None,
             });
             names.push((ns, address));
         }
@@ -130,6 +132,7 @@ impl MpiCluster {
             program,
             args,
             workdir: &workdir,
+            attach: None,
         };
         let mut mpi = MpiJob::start(&launch).expect("starting the MPI launcher");
         let sockets = [agents[0].socket.clone(), agents[1].socket.clone()];

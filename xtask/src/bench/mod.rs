@@ -2,6 +2,7 @@
 //! eBPF overhead, the idle agent's cost, local policies against plain
 //! Linux, gang scheduling.
 pub mod common;
+pub mod coordinator;
 pub mod demo;
 pub mod gang;
 pub mod idle;

@@ -184,6 +184,7 @@ fn mpirun_in(
         program,
         args: rest,
         workdir: dir,
+        attach: None,
     };
     say("mpirun", process::describe(&launch.command()?));
     let mut job = mpi::job::MpiJob::start(&launch)?;

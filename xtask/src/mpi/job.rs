@@ -41,7 +41,8 @@ pub struct Finished {
 
 impl MpiJob {
     /// Spawns the launcher (its own process group: a Ctrl-C meant for the
-    /// bench does not abort the job mid-run).
+    /// bench does not abort the job mid-run; and the group is what a failed
+    /// run kills).
     pub fn start(launch: &JobLaunch<'_>) -> Result<Self> {
         let mut command = launch.command()?;
         let out = std::fs::File::create(launch.workdir.join("stdout"))?;
@@ -127,6 +128,12 @@ impl MpiJob {
 impl Drop for MpiJob {
     fn drop(&mut self) {
         if self.child.try_wait().ok().flatten().is_none() {
+            // The whole group: under `cosched attach` the child is attach
+            // and the launcher its child, which must not outlive it.
+            // SAFETY: kill(2) on the group this job's spawn created.
+            unsafe {
+                libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+            }
             let _ = self.child.kill();
             let _ = self.child.wait();
         }

@@ -11,7 +11,15 @@
 //! cleaned up, and count as the cluster's CPU time), enters the node's
 //! network namespace and pins itself to the node's CPU, then runs the
 //! command (OpenMPI's `orted`, MPICH's `hydra_pmi_proxy`), which starts the
-//! ranks.
+//! ranks. It also points `COSCHED_AGENT_SOCKET` at the node's agent, so a
+//! `cosched join` in the command talks to that node's agent.
+//!
+//! A job can be launched through the cluster's coordinator ([`Attach`]):
+//! the launcher then runs under `cosched attach`, which registers the job
+//! and sets the variables that start each node's daemon under `cosched join
+//! --job J --daemon`. OpenMPI takes that from `OMPI_MCA_orte_launch_agent`;
+//! hydra has no such setting, so for MPICH the launch agent itself puts
+//! `$COSCHED_JOIN_DAEMON` in front of the command (see docs/launchers.md).
 //!
 //! Settings beyond the libraries' defaults, each needed to make one machine
 //! behave like a cluster (see docs/benchmarks.md):
@@ -41,6 +49,9 @@ use crate::cluster::Cluster;
 pub const JOB_CGROUP_ENV: &str = "COSCHED_MPI_JOB_CGROUP";
 /// Prefix of a job's cgroup name below a node's cgroup.
 pub const JOB_CGROUP_PREFIX: &str = "mpi-";
+/// Environment variable that makes the launch agent run the command under
+/// `$COSCHED_JOIN_DAEMON` (hydra's proxies of an attached job).
+pub const PREFIX_JOIN_DAEMON_ENV: &str = "COSCHED_MPI_PREFIX_JOIN_DAEMON";
 
 /// One node as the launchers see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +63,9 @@ pub struct MpiNode {
     pub cpu: usize,
     /// The node's cgroup v2 directory; jobs get `mpi-<job>` below it.
     pub cgroup: PathBuf,
+    /// The node agent's control socket (`COSCHED_AGENT_SOCKET` of what the
+    /// launch agent runs there), if the node has an agent.
+    pub agent_socket: Option<PathBuf>,
 }
 
 impl MpiNode {
@@ -87,6 +101,7 @@ impl Nodes {
                     netns: n.netns.clone(),
                     cpu: n.cpu,
                     cgroup: n.cgroup.clone(),
+                    agent_socket: Some(n.control_socket.clone()),
                 })
                 .collect(),
             subnet: format!("{}.{}.{}.0/{}", o[0], o[1], o[2], cluster.prefix_len),
@@ -101,11 +116,17 @@ impl Nodes {
         let mut cases = String::new();
         for n in &self.nodes {
             cases.push_str(&format!(
-                "    {addr}) netns={ns}; cpu={cpu}; cgroup={cg} ;;\n",
+                "    {addr}) netns={ns}; cpu={cpu}; cgroup={cg}; sock={sock} ;;\n",
                 addr = n.address,
                 ns = shell_quote(&n.netns),
                 cpu = n.cpu,
                 cg = shell_quote(&n.cgroup.display().to_string()),
+                sock = shell_quote(
+                    &n.agent_socket
+                        .as_ref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default()
+                ),
             ));
         }
         format!(
@@ -121,7 +142,17 @@ if [ -n "${JOB_CGROUP_ENV}" ]; then
     job="$cgroup/${JOB_CGROUP_ENV}"
     mkdir -p "$job" && echo $$ > "$job/cgroup.procs" || exit 255
 fi
-exec nsenter --net=/run/netns/"$netns" taskset --cpu-list "$cpu" sh -c "$*"
+# `cosched join` on this node talks to this node's agent.
+[ -n "$sock" ] && export COSCHED_AGENT_SOCKET="$sock"
+cmd="$*"
+if [ -n "${PREFIX_JOIN_DAEMON_ENV}" ]; then
+    if [ -z "$COSCHED_JOIN_DAEMON" ]; then
+        echo "cosched launch agent: no COSCHED_JOIN_DAEMON (not under cosched attach?)" >&2
+        exit 255
+    fi
+    cmd="$COSCHED_JOIN_DAEMON $cmd"
+fi
+exec nsenter --net=/run/netns/"$netns" taskset --cpu-list "$cpu" sh -c "$cmd"
 "#
         )
     }
@@ -132,6 +163,40 @@ exec nsenter --net=/run/netns/"$netns" taskset --cpu-list "$cpu" sh -c "$*"
             .with_context(|| format!("writing {}", path.display()))?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("making {} executable", path.display()))
+    }
+}
+
+/// Launching through the cluster's coordinator: `cosched attach` around
+/// the launcher.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attach {
+    /// The `cosched` CLI (its own path is what the nodes run for `join`).
+    pub cli: PathBuf,
+    /// The coordinator's admin socket.
+    pub admin_socket: PathBuf,
+}
+
+impl Attach {
+    /// `cosched attach --name JOB --nodes N0,N1 -- LAUNCHER...`, keeping the
+    /// launcher's environment and working directory.
+    fn wrap(&self, launcher: &Command, job: &str, nodes: &Nodes) -> Command {
+        let names: Vec<&str> = nodes.nodes.iter().map(|n| n.name.as_str()).collect();
+        let mut c = Command::new(&self.cli);
+        c.arg("--socket")
+            .arg(&self.admin_socket)
+            .args(["attach", "--name", job, "--nodes", &names.join(","), "--"])
+            .arg(launcher.get_program())
+            .args(launcher.get_args());
+        if let Some(dir) = launcher.get_current_dir() {
+            c.current_dir(dir);
+        }
+        for (key, value) in launcher.get_envs() {
+            match value {
+                Some(v) => c.env(key, v),
+                None => c.env_remove(key),
+            };
+        }
+        c
     }
 }
 
@@ -153,6 +218,8 @@ pub struct JobLaunch<'a> {
     pub args: &'a [String],
     /// The launcher's (and so the ranks') working directory.
     pub workdir: &'a Path,
+    /// Through the coordinator (`cosched attach`), or plain.
+    pub attach: Option<&'a Attach>,
 }
 
 impl JobLaunch<'_> {
@@ -219,7 +286,15 @@ impl JobLaunch<'_> {
             }
         }
         c.arg(self.program).args(self.args);
-        Ok(c)
+        Ok(match self.attach {
+            None => c,
+            Some(a) => {
+                if self.lib == Library::Mpich {
+                    c.env(PREFIX_JOIN_DAEMON_ENV, "1");
+                }
+                a.wrap(&c, self.job, self.nodes)
+            }
+        })
     }
 }
 
@@ -248,6 +323,7 @@ mod tests {
             program: "/p/pingpong",
             args,
             workdir: Path::new("/w"),
+            attach: None,
         }
     }
 
@@ -264,11 +340,50 @@ mod tests {
         let script = n.launch_agent();
         assert!(
             script.contains(
-                "10.201.0.11) netns='cosched-n1'; cpu=1; cgroup='/sys/fs/cgroup/unified/cosched/n1' ;;"
+                "10.201.0.11) netns='cosched-n1'; cpu=1; cgroup='/sys/fs/cgroup/unified/cosched/n1'; \
+                 sock='/run/cosched-cluster/n1/agent.sock' ;;"
             ),
             "{script}"
         );
         assert!(script.contains("exec nsenter --net=/run/netns/\"$netns\" taskset"));
+        assert!(script.contains("export COSCHED_AGENT_SOCKET=\"$sock\""));
+        assert!(script.contains("cmd=\"$COSCHED_JOIN_DAEMON $cmd\""));
+    }
+
+    #[test]
+    fn attached_jobs_run_the_launcher_under_cosched_attach() {
+        let n = nodes();
+        let attach = Attach {
+            cli: "/b/cosched".into(),
+            admin_socket: "/c/coordinator.sock".into(),
+        };
+        let mut l = launch(Library::Openmpi, &n, &[]);
+        l.attach = Some(&attach);
+        let c = l.command().unwrap();
+        assert_eq!(
+            describe(&c),
+            "/b/cosched --socket /c/coordinator.sock attach --name j1 --nodes n0,n1 -- \
+             mpirun.openmpi --allow-run-as-root -np 2 --host 10.201.0.10:1,10.201.0.11:1 \
+             --mca plm_rsh_agent /s/agent.sh --mca routed direct --mca btl tcp,self \
+             --mca btl_tcp_if_include 10.201.0.0/24 --mca oob_tcp_if_include 10.201.0.0/24 \
+             --bind-to none --mca rtc ^hwloc /p/pingpong"
+        );
+        let env = |c: &Command, key: &str| {
+            c.get_envs()
+                .find(|(k, _)| *k == key)
+                .and_then(|(_, v)| v)
+                .map(|v| v.to_string_lossy().into_owned())
+        };
+        assert_eq!(c.get_current_dir(), Some(Path::new("/w")));
+        assert_eq!(env(&c, JOB_CGROUP_ENV).as_deref(), Some("mpi-j1"));
+        // OpenMPI's daemons join through its launch agent setting, which
+        // `cosched attach` sets; only hydra's need the launch agent's prefix.
+        assert_eq!(env(&c, PREFIX_JOIN_DAEMON_ENV), None);
+        let mut l = launch(Library::Mpich, &n, &[]);
+        l.attach = Some(&attach);
+        let c = l.command().unwrap();
+        assert!(describe(&c).contains("attach --name j1 --nodes n0,n1 -- mpiexec.hydra"));
+        assert_eq!(env(&c, PREFIX_JOIN_DAEMON_ENV).as_deref(), Some("1"));
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! Modules: `build` (compiling `xtask/mpi/*.c`), `programs` (naming what
 //! to run), `launch` (the launcher's command line and the remote-shell
 //! script that enters a node), `job` (a running job, cleaned up on drop),
-//! `ranks` (finding a job's ranks), `handoff` (the one way ranks reach the
+//! `ranks` (finding a job's ranks), `handoff` (the two ways ranks reach the
 //! node agents), `output` (the programs' result lines).
 pub mod build;
 pub mod handoff;

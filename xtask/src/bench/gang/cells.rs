@@ -131,7 +131,7 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
                 let policy = mode.coordinator_policy().unwrap_or(IDLE_COORDINATOR_POLICY);
                 let agents = mode.agent_running_policy(&plan.best_local);
                 let switched = match &ready {
-                    Ok(()) => coord.set_policy(policy, agents),
+                    Ok(()) => coord.admin().set_policy(policy, agents),
                     Err(e) => Err(anyhow!("{e:#}")),
                 };
                 let rows = match switched {

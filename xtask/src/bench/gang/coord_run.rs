@@ -18,11 +18,12 @@ use serde_json::Value;
 use super::skew::{self, Histogram};
 use crate::{
     bench::{
+        coordinator::CoordAdmin,
         jobs::{self, JobOutcome, JobPlan, unix_ns},
         local::{agent_cpu, metrics::agent_cpu_percent, workloads::JobSlot},
         outside_load::{Ours, outside_percent},
     },
-    cluster::{Cluster, CoordinatorNode, coordinator},
+    cluster::Cluster,
     progress::say,
 };
 
@@ -37,8 +38,6 @@ const LAUNCH_TIMEOUT: Duration = Duration::from_secs(20);
 const END_SLACK_MS: u64 = 30_000;
 /// How long the coordinator may take to retire ended or cancelled jobs.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long agents may take to apply a policy the coordinator sent.
-const POLICY_TIMEOUT: Duration = Duration::from_secs(10);
 const POLL: Duration = Duration::from_millis(50);
 
 /// The cluster's coordinator and how to reach it.
@@ -65,79 +64,17 @@ pub struct CoordRun {
 }
 
 impl Coord<'_> {
-    fn node(&self) -> anyhow::Result<&CoordinatorNode> {
-        self.cluster
-            .coordinator
-            .as_ref()
-            .context("the bench cluster has no coordinator")
-    }
-
-    /// `cosched --json ARGS`.
-    pub fn cli(&self, args: &[&str]) -> anyhow::Result<Value> {
-        coordinator::cli(self.node()?, args)
-    }
-
-    /// Ids of the coordinator's active (queued or running) jobs.
-    pub fn active_jobs(&self) -> anyhow::Result<Vec<u32>> {
-        Ok(job_ids(&self.cli(&["jobs"])?))
-    }
-
-    /// Waits until the coordinator holds no job.
-    pub fn wait_idle(&self, timeout: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let active = self.active_jobs()?;
-            if active.is_empty() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                bail!(
-                    "the coordinator still holds jobs {active:?} after {} s",
-                    timeout.as_secs()
-                );
-            }
-            thread::sleep(POLL);
-        }
-    }
-
-    /// Switches the coordinator's policy and waits until every agent runs
-    /// the local policy that goes with it (`agent_policy`).
-    pub fn set_policy(&self, policy: &str, agent_policy: &str) -> anyhow::Result<()> {
-        self.cli(&["policy", "set", policy])
-            .with_context(|| format!("switching the coordinator to {policy}"))?;
-        let status = self.cli(&["status"])?;
-        let now = status["status"]["status"]["policy"].as_str().unwrap_or("?");
-        if now != policy {
-            bail!("the coordinator runs {now} after `policy set {policy}`");
-        }
-        for node in &self.cluster.nodes {
-            let deadline = Instant::now() + POLICY_TIMEOUT;
-            loop {
-                let running = match jobs::call(self.cluster, node.index, Request::Status)? {
-                    Reply::Status { status } => status.policy,
-                    other => bail!("unexpected reply to status: {other:?}"),
-                };
-                if running == agent_policy {
-                    break;
-                }
-                if Instant::now() >= deadline {
-                    bail!(
-                        "the agent of {} runs {running} {} s after the coordinator switched to {policy} (expected {agent_policy})",
-                        node.name,
-                        POLICY_TIMEOUT.as_secs()
-                    );
-                }
-                thread::sleep(POLL);
-            }
-        }
-        Ok(())
+    /// The coordinator's CLI and policy switch (shared with `bench mpi`).
+    pub fn admin(&self) -> CoordAdmin<'_> {
+        CoordAdmin::of(self.cluster)
     }
 
     /// Runs `slots` together once through the coordinator.
     pub fn run_once(&self, slots: &[JobSlot], duration_s: f64) -> anyhow::Result<CoordRun> {
-        self.wait_idle(IDLE_TIMEOUT)
+        self.admin()
+            .wait_idle(IDLE_TIMEOUT)
             .context("jobs of an earlier run are still active")?;
-        let metrics = self.node()?.metrics_addr;
+        let metrics = self.admin().node()?.metrics_addr;
         let skew_before = skew::read(metrics);
         let ours = Ours::of(self.cluster);
         let load_before = ours.sample();
@@ -149,7 +86,8 @@ impl Coord<'_> {
         let wall_s = started.elapsed().as_secs_f64();
         let outside_cpu_percent = outside_percent(load_before, ours.sample());
         let outcome = outcome.and_then(|jobs| {
-            self.wait_idle(IDLE_TIMEOUT)
+            self.admin()
+                .wait_idle(IDLE_TIMEOUT)
                 .context("after the run")
                 .map(|()| jobs)
         });
@@ -203,7 +141,7 @@ impl Coord<'_> {
         let mut cli = vec!["submit", "--name", &slot.label, "--nodes", &nodes, "--"];
         cli.push(self.synth);
         cli.extend(args.iter().map(String::as_str));
-        let reply = self.cli(&cli)?;
+        let reply = self.admin().cli(&cli)?;
         let mut plan = plan_of(self.cluster, &reply["submitted"]["job"])?;
         plan.args = args;
         Ok(plan)
@@ -224,7 +162,7 @@ impl Coord<'_> {
                         break;
                     }
                     if Instant::now() >= deadline {
-                        let view = self.cli(&["job", &plan.job_id.to_string()]).ok();
+                        let view = self.admin().cli(&["job", &plan.job_id.to_string()]).ok();
                         bail!(
                             "{} (job {}) rank {rank} did not reach the agent of {} within {} s; coordinator: {}",
                             plan.name,
@@ -244,27 +182,14 @@ impl Coord<'_> {
     /// Best-effort cleanup after a failed run: cancel at the coordinator,
     /// kill and forget at the agents, wait for an empty matrix.
     fn discard(&self, plans: &[JobPlan]) {
-        for id in self.active_jobs().unwrap_or_default() {
-            let _ = self.cli(&["cancel", &id.to_string()]);
+        for id in self.admin().active_jobs().unwrap_or_default() {
+            let _ = self.admin().cli(&["cancel", &id.to_string()]);
         }
         jobs::discard(self.cluster, plans);
-        if let Err(e) = self.wait_idle(IDLE_TIMEOUT) {
+        if let Err(e) = self.admin().wait_idle(IDLE_TIMEOUT) {
             say("bench", format!("cleanup after a failed run: {e:#}"));
         }
     }
-}
-
-/// The ids in a `cosched --json jobs` answer.
-pub fn job_ids(reply: &Value) -> Vec<u32> {
-    reply["jobs"]["jobs"]
-        .as_array()
-        .map(|jobs| {
-            jobs.iter()
-                .filter_map(|j| j["id"].as_u64())
-                .map(|id| id as u32)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// A submitted job (the `job` of a `cosched --json submit` answer) as a
@@ -343,10 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn job_ids_and_late_starts() {
-        let reply = json!({"jobs": {"jobs": [{"id": 4}, {"id": 9}]}});
-        assert_eq!(job_ids(&reply), [4, 9]);
-        assert!(job_ids(&json!({})).is_empty());
+    fn late_starts() {
         let job = |starts: &[u64]| JobOutcome {
             rank_results: starts
                 .iter()

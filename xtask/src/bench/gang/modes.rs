@@ -77,9 +77,7 @@ impl Mode {
     }
 }
 
-/// The coordinator policy while no mode of it runs (dedicated baselines,
-/// local modes): space sharing, which enforces nothing.
-pub const IDLE_COORDINATOR_POLICY: &str = "fcfs";
+pub use crate::bench::coordinator::IDLE_COORDINATOR_POLICY;
 
 #[cfg(test)]
 mod tests {

@@ -9,11 +9,12 @@ use std::collections::BTreeMap;
 
 use super::{
     columns::Column,
-    run::{Ctx, RunResult, run_once},
+    run::{Ctx, Handoff, RunResult, run_once},
     workloads::MpiWorkload,
 };
 use crate::{
     bench::{
+        coordinator::{CoordAdmin, IDLE_COORDINATOR_POLICY},
         local::{interrupt::interrupted, policies, rows::one_line},
         outside_load::{Retry, undisturbed},
     },
@@ -121,18 +122,35 @@ fn measure(
     what: &str,
 ) -> anyhow::Result<RunResult> {
     let policy = col.map_or(policies::BASELINE, |c| c.agent_policy());
+    let global = match col {
+        Some(Column::Coordinator { policy, .. }) => Some(*policy),
+        _ => None,
+    };
+    // The coordinator idles (enforcing nothing, the agents keep their own
+    // policy) unless its column runs; switched first, so that the agents'
+    // policy is set after it.
+    if ctx.cluster.coordinator.is_some() {
+        CoordAdmin::of(ctx.cluster).set_global(IDLE_COORDINATOR_POLICY)?;
+    }
     policies::switch_all(ctx.cluster, policy)?;
+    if let Some(global) = global {
+        CoordAdmin::of(ctx.cluster).set_policy(global, policy)?;
+    }
+    let handoff = match global {
+        Some(_) => Handoff::Attach,
+        None => Handoff::Adopt,
+    };
     let yield_when_idle = matches!(col, Some(Column::Yield));
     undisturbed(
         Retry::DEFAULT,
         what,
         || {
-            run_once(ctx, lib, w, yield_when_idle, mpl).or_else(|e| {
+            run_once(ctx, lib, w, yield_when_idle, handoff, mpl).or_else(|e| {
                 say(
                     "bench",
                     format!("{what}: {}; trying once more", one_line(&format!("{e:#}"))),
                 );
-                run_once(ctx, lib, w, yield_when_idle, mpl)
+                run_once(ctx, lib, w, yield_when_idle, handoff, mpl)
             })
         },
         |r| r.outside_cpu_percent,

@@ -3,7 +3,9 @@
 //! cluster, one rank per node on two single-CPU nodes, MPL copies of a job
 //! at once. Columns in the same run: the dedicated time (one job alone,
 //! plain Linux), plain Linux, the library's yield mode, every local policy
-//! and (not yet runnable, see `columns`) gang and paired gang. Slowdown =
+//! and the coordinator's gang and paired gang (jobs launched under `cosched
+//! attach`; the cluster then has a coordinator, idle in `fcfs` during the
+//! other columns, as in `bench gang`). Slowdown =
 //! time at MPL k ÷ dedicated time, medians over repetitions, interleaved
 //! order (`matrix`); runs disturbed by outside load are repeated as in
 //! `bench local`. Writes a table, JSON, an SVG and issue 12's targets.
@@ -25,10 +27,15 @@ use anyhow::bail;
 use self::{columns::Column, matrix::Plan, rows::MpiRow, targets::Target, workloads::MpiWorkload};
 use super::{
     common::{BenchBinaries, with_own_cluster, write_outputs},
+    gang::MIN_SLICE_MS,
     local::{policies, svg::titled_slowdown_chart},
 };
 use crate::{
-    cluster::{AgentCommand, DEFAULT_METRICS_PORT, UpOptions},
+    bench::coordinator::IDLE_COORDINATOR_POLICY,
+    cluster::{
+        AgentCommand, CoordinatorOptions, DEFAULT_METRICS_PORT, UpOptions,
+        coordinator::{CLI_BINARY, COORDINATOR_BINARY},
+    },
     mpi::{Library, programs},
     progress::say,
     workspace::Workspace,
@@ -103,10 +110,21 @@ impl MpiOptions {
         if self.libs.is_empty() || self.workloads.is_empty() || self.columns.is_empty() {
             bail!("nothing to run: no libraries, workloads or columns");
         }
-        self.columns
+        let columns: Vec<Column> = self
+            .columns
             .iter()
             .map(|c| Column::parse(c, self.slice_ms))
-            .collect()
+            .collect::<anyhow::Result<_>>()?;
+        let sliced = columns
+            .iter()
+            .any(|c| matches!(c, Column::Coordinator { .. }));
+        if sliced && self.slice_ms < MIN_SLICE_MS {
+            bail!(
+                "--slice-ms {}: the coordinator's slices are at least {MIN_SLICE_MS} ms",
+                self.slice_ms
+            );
+        }
+        Ok(columns)
     }
 
     fn plan(&self, columns: Vec<Column>) -> Plan {
@@ -179,7 +197,16 @@ impl MpiReport {
 pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport> {
     let columns = opts.validate()?;
     let plan = opts.plan(columns);
-    let bin = BenchBinaries::snapshot(workspace, opts.build, &["cosched-agent"])?;
+    let sliced = plan
+        .columns
+        .iter()
+        .any(|c| matches!(c, Column::Coordinator { .. }));
+    let binaries: &[&str] = if sliced {
+        &["cosched-agent", COORDINATOR_BINARY, CLI_BINARY]
+    } else {
+        &["cosched-agent"]
+    };
+    let bin = BenchBinaries::snapshot(workspace, opts.build, binaries)?;
     let mut built = Vec::new();
     for (lib, w) in plan.pairs() {
         built.push(((lib, w), programs::resolve(workspace, lib, w.program())?));
@@ -204,7 +231,14 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
         agent: Some(AgentCommand::Binary(bin.path("cosched-agent"))),
         rebuild: false,
         startup_timeout: Duration::from_secs(30),
-        coordinator: None,
+        // Started with its slice (fixed by its config), idle until a
+        // coordinator column switches its policy.
+        coordinator: sliced.then(|| CoordinatorOptions {
+            policy: IDLE_COORDINATOR_POLICY.into(),
+            slice_ms: opts.slice_ms,
+            stop_inactive: true,
+            bin_dir: Some(bin.dir().to_path_buf()),
+        }),
     };
     let scratch = std::env::temp_dir().join(format!("cosched-bench-mpi-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
@@ -256,9 +290,11 @@ mod tests {
             "full bench mpi: {runs} runs, {:.1} min",
             time.as_secs_f64() / 60.0
         );
-        // OpenMPI: 9 runnable columns, MPICH 8 (no yield mode).
-        assert_eq!(runs, 3 * (5 * (1 + 2 * 9) + 4 * (1 + 2 * 8)));
-        assert!(time < Duration::from_secs(30 * 60), "{time:?}");
+        // OpenMPI: 11 runnable columns, MPICH 10 (no yield mode).
+        assert_eq!(runs, 3 * (5 * (1 + 2 * 11) + 4 * (1 + 2 * 10)));
+        // Two coordinator columns more than the 9 local ones: 11/9 of the
+        // 30 min the local columns were held to.
+        assert!(time < Duration::from_secs(37 * 60), "{time:?}");
         let q = d.quick();
         assert_eq!((q.reps, q.mpls.clone(), q.seconds), (1, vec![2], 0.5));
     }
@@ -282,5 +318,6 @@ mod tests {
             })
             .contains("unknown policy")
         );
+        assert!(bad(MpiOptions { slice_ms: 5, ..d() }).contains("--slice-ms 5"));
     }
 }

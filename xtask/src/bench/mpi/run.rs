@@ -2,6 +2,12 @@
 //! the library's launcher, their ranks handed to the node agents, all
 //! timed from one common instant; what each job took and what the agents
 //! saw of it; the outside load and the agents' CPU meanwhile.
+//!
+//! The ranks reach the agents one of two ways ([`Handoff`]): adopted by pid
+//! (local policies, plain Linux), or, for the coordinator's columns, the
+//! launcher runs under `cosched attach` and each node's daemon joins the
+//! coordinator's job itself; the run then starts and ends on an empty
+//! matrix, and a failed one cancels what it left at the coordinator.
 use std::{
     path::PathBuf,
     time::{Duration, Instant},
@@ -13,6 +19,7 @@ use cosched_proto::control::{JobStats, Reply, Request};
 use super::workloads::MpiWorkload;
 use crate::{
     bench::{
+        coordinator::{CoordAdmin, job_id_named},
         jobs::{call, unix_ns},
         local::{agent_cpu, metrics::agent_cpu_percent},
         outside_load::{Ours, outside_percent},
@@ -21,7 +28,7 @@ use crate::{
     mpi::{
         Library, handoff,
         job::MpiJob,
-        launch::{JobLaunch, Nodes},
+        launch::{Attach, JobLaunch, Nodes},
         output, programs,
     },
 };
@@ -29,6 +36,19 @@ use crate::{
 /// How long one job may run before the run counts as hung (MPICH over UCX
 /// TCP was seen to hang once in a few hundred starts).
 const JOB_TIMEOUT: Duration = Duration::from_secs(45);
+/// How long `cosched attach` may take to register a job, and the
+/// coordinator to retire jobs after their launchers exit.
+const COORDINATOR_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How a run's ranks reach the agents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handoff {
+    /// Found in the job's cgroups and adopted by pid (`handoff::adopt_ranks`).
+    Adopt,
+    /// Launched under `cosched attach`, joined by the node daemons
+    /// (`handoff::await_joined`): the coordinator's job.
+    Attach,
+}
 
 /// What the runs share.
 pub struct Ctx<'a> {
@@ -41,6 +61,8 @@ pub struct Ctx<'a> {
     pub programs: Vec<((Library, MpiWorkload), String)>,
     /// Timed seconds of each run of our benchmarks.
     pub seconds: f64,
+    /// How to launch through the coordinator, if the cluster has one.
+    pub attach: Option<Attach>,
     next_job_id: u32,
     runs: u32,
 }
@@ -55,7 +77,12 @@ impl<'a> Ctx<'a> {
         let nodes = Nodes::of_cluster(cluster);
         let launch_agent = scratch.join("launch-agent.sh");
         nodes.write_launch_agent(&launch_agent)?;
+        let attach = cluster.coordinator.as_ref().map(|c| Attach {
+            cli: c.bin_dir.join(crate::cluster::coordinator::CLI_BINARY),
+            admin_socket: c.admin_socket.clone(),
+        });
         Ok(Self {
+            attach,
             cluster,
             nodes,
             launch_agent,
@@ -108,8 +135,19 @@ pub fn run_once(
     lib: Library,
     w: MpiWorkload,
     yield_when_idle: bool,
+    handoff: Handoff,
     mpl: u32,
 ) -> Result<RunResult> {
+    let admin = match handoff {
+        Handoff::Adopt => None,
+        Handoff::Attach => {
+            let admin = CoordAdmin::of(ctx.cluster);
+            admin
+                .wait_idle(COORDINATOR_TIMEOUT)
+                .context("jobs of an earlier run are still at the coordinator")?;
+            Some(admin)
+        }
+    };
     let program = ctx.program(lib, w)?.to_string();
     ctx.runs += 1;
     let run_dir = ctx.scratch.join(format!("run{}", ctx.runs));
@@ -135,24 +173,44 @@ pub fn run_once(
                 args.extend(["--start-at".into(), format!("{start_at:.6}")]);
             }
             let name = format!("b{}j{k}", ctx.runs);
-            let launch = JobLaunch {
-                lib,
-                nodes: &ctx.nodes,
-                launch_agent: &ctx.launch_agent,
-                ranks_per_node: 1,
-                job: &name,
-                yield_when_idle,
-                program: &program,
-                args: &args,
-                workdir: &dir,
-            };
+            let launch =
+                JobLaunch {
+                    lib,
+                    nodes: &ctx.nodes,
+                    launch_agent: &ctx.launch_agent,
+                    ranks_per_node: 1,
+                    job: &name,
+                    yield_when_idle,
+                    program: &program,
+                    args: &args,
+                    workdir: &dir,
+                    attach: match handoff {
+                        Handoff::Adopt => None,
+                        Handoff::Attach => Some(ctx.attach.as_ref().context(
+                            "the bench cluster has no coordinator for the gang columns",
+                        )?),
+                    },
+                };
             let job = MpiJob::start(&launch)?;
-            jobs.push((ctx.next_job_id, job));
-            ctx.next_job_id += 1;
+            let id = match &admin {
+                None => {
+                    ctx.next_job_id += 1;
+                    ctx.next_job_id - 1
+                }
+                Some(admin) => attached_id(admin, &name)?,
+            };
+            jobs.push((id, job));
         }
         for (id, job) in &mut jobs {
-            let name = job.job.clone();
-            handoff::adopt_ranks(job, &sockets, *id, &name)?;
+            match handoff {
+                Handoff::Adopt => {
+                    let name = job.job.clone();
+                    handoff::adopt_ranks(job, &sockets, *id, &name)?;
+                }
+                Handoff::Attach => {
+                    handoff::await_joined(job, &sockets, *id)?;
+                }
+            }
         }
         let mut out = Vec::new();
         for (id, job) in &mut jobs {
@@ -174,6 +232,20 @@ pub fn run_once(
     })();
     let ids: Vec<u32> = jobs.iter().map(|(id, _)| *id).collect();
     drop(jobs);
+    let result = match &admin {
+        None => result,
+        // Launchers that exited detached their jobs; a failed run's are
+        // cancelled, so the next run starts on an empty matrix.
+        Some(admin) => result.and_then(|jobs| {
+            admin
+                .wait_idle(COORDINATOR_TIMEOUT)
+                .context("after the run")
+                .map(|()| jobs)
+        }),
+    };
+    if let (Err(_), Some(admin)) = (&result, &admin) {
+        let _ = admin.cancel_all(COORDINATOR_TIMEOUT);
+    }
     forget(ctx.cluster, &ids);
     let _ = std::fs::remove_dir_all(&run_dir);
     let jobs = result?;
@@ -187,6 +259,23 @@ pub fn run_once(
         ),
         outside_cpu_percent: outside_percent(load_before, ours.sample()),
     })
+}
+
+/// The coordinator's id of the job `cosched attach` registers as `name`.
+fn attached_id(admin: &CoordAdmin<'_>, name: &str) -> Result<u32> {
+    let deadline = Instant::now() + COORDINATOR_TIMEOUT;
+    loop {
+        if let Some(id) = job_id_named(&admin.cli(&["jobs"])?, name) {
+            return Ok(id);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "`cosched attach` did not register {name} with the coordinator within {} s",
+                COORDINATOR_TIMEOUT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The agents' counters of an ended job, summed over the nodes.
