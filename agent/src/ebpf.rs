@@ -56,14 +56,7 @@ fn attach_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<Vec<WaitDetectorStat
                 d.exit_prog.zip(d.exit_event),
             ];
             for (prog, event) in progs.into_iter().flatten() {
-                let p: &mut TracePoint = ebpf
-                    .program_mut(prog)
-                    .with_context(|| format!("program {prog} missing from the object"))?
-                    .try_into()?;
-                p.load()
-                    .with_context(|| format!("loading program {prog}"))?;
-                p.attach("syscalls", event)
-                    .with_context(|| format!("attaching {prog} to tracepoint syscalls/{event}"))?;
+                attach_tracepoint(ebpf, prog, "syscalls", event)?;
             }
         }
         out.push(WaitDetectorState {
@@ -127,14 +120,7 @@ impl Probes {
         };
         let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
         for (prog, cat, name) in names::TRACEPOINTS {
-            let p: &mut TracePoint = ebpf
-                .program_mut(prog)
-                .with_context(|| format!("program {prog} missing from the object"))?
-                .try_into()?;
-            p.load()
-                .with_context(|| format!("loading program {prog}"))?;
-            p.attach(cat, name)
-                .with_context(|| format!("attaching {prog} to tracepoint {cat}/{name}"))?;
+            attach_tracepoint(&mut ebpf, prog, cat, name)?;
         }
         let wait_detectors = attach_wait_detectors(&mut ebpf)?;
         let mut take = |n: &str| ebpf.take_map(n).with_context(|| format!("map {n} missing"));
@@ -282,4 +268,23 @@ impl Probes {
         }
         Ok(out)
     }
+}
+
+/// Loads program `prog` of the object and attaches it to tracepoint
+/// `category/name`.
+fn attach_tracepoint(
+    ebpf: &mut Ebpf,
+    prog: &str,
+    category: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let p: &mut TracePoint = ebpf
+        .program_mut(prog)
+        .with_context(|| format!("program {prog} missing from the object"))?
+        .try_into()?;
+    p.load()
+        .with_context(|| format!("loading program {prog}"))?;
+    p.attach(category, name)
+        .with_context(|| format!("attaching {prog} to tracepoint {category}/{name}"))?;
+    Ok(())
 }

@@ -35,14 +35,7 @@ pub fn adopt_ranks(
     job_id: u32,
     name: &str,
 ) -> Result<Vec<Vec<u32>>> {
-    if agent_sockets.len() != job.nodes.nodes.len() {
-        bail!(
-            "{} agents for {} nodes",
-            agent_sockets.len(),
-            job.nodes.nodes.len()
-        );
-    }
-    let ranks = job.ranks(RANKS_TIMEOUT)?;
+    let ranks = ranks_per_node(job, agent_sockets)?;
     for ((socket, pids), node) in agent_sockets.iter().zip(&ranks).zip(&job.nodes.nodes) {
         let what = || format!("adopting the ranks {pids:?} of {name} on {}", node.name);
         let deadline = Instant::now() + ADOPT_RETRY;
@@ -90,14 +83,7 @@ pub fn await_joined(
     agent_sockets: &[PathBuf],
     job_id: u32,
 ) -> Result<Vec<Vec<u32>>> {
-    if agent_sockets.len() != job.nodes.nodes.len() {
-        bail!(
-            "{} agents for {} nodes",
-            agent_sockets.len(),
-            job.nodes.nodes.len()
-        );
-    }
-    let ranks = job.ranks(RANKS_TIMEOUT)?;
+    let ranks = ranks_per_node(job, agent_sockets)?;
     for ((socket, pids), node) in agent_sockets.iter().zip(&ranks).zip(&job.nodes.nodes) {
         let deadline = Instant::now() + JOIN_TIMEOUT;
         loop {
@@ -135,4 +121,17 @@ fn attached_job(socket: &PathBuf, job_id: u32) -> Result<Option<JobInfo>> {
 /// The threads of process `pid` now (0 once it is gone).
 fn threads(pid: u32) -> u32 {
     std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count() as u32)
+}
+
+/// The job's ranks, per node, once every node's ranks exist; one agent
+/// socket per node.
+fn ranks_per_node(job: &mut MpiJob, agent_sockets: &[PathBuf]) -> Result<Vec<Vec<u32>>> {
+    if agent_sockets.len() != job.nodes.nodes.len() {
+        bail!(
+            "{} agents for {} nodes",
+            agent_sockets.len(),
+            job.nodes.nodes.len()
+        );
+    }
+    job.ranks(RANKS_TIMEOUT)
 }
