@@ -15,17 +15,10 @@ use xtask::mpi::{
     launch::{JobLaunch, MpiNode, Nodes},
 };
 
-use crate::{agent::TestAgent, netns::NodePair};
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::{
+    agent::TestAgent,
+    netns::{NodePair, ip},
+};
 
 /// Two nodes on a bridge, removed on drop (after the MPI jobs' cgroups).
 pub struct MpiCluster {

@@ -2,7 +2,8 @@
 //! network. Names are unique per test; everything is removed on drop.
 use std::process::Command;
 
-fn ip(args: &[&str]) {
+/// Runs `ip ARGS`, panicking with its stderr when it fails.
+pub(crate) fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().expect("running ip");
     assert!(
         out.status.success(),

@@ -76,13 +76,7 @@ impl Core {
                 "job {id} was submitted, not attached: cancel it instead"
             ));
         }
-        let live: Vec<usize> = job
-            .ranks
-            .iter()
-            .enumerate()
-            .filter(|(_, rank)| !rank.state.is_ended())
-            .map(|(index, _)| index)
-            .collect();
+        let live = job.live_ranks();
         for &index in &live {
             self.give_up_rank(id, index, "its launcher exited");
         }

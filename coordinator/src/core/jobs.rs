@@ -138,6 +138,16 @@ impl JobRecord {
         self.ranks.iter().position(|rank| rank.node == node)
     }
 
+    /// Indices of the ranks that have not ended.
+    pub fn live_ranks(&self) -> Vec<usize> {
+        self.ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, rank)| !rank.state.is_ended())
+            .map(|(index, _)| index)
+            .collect()
+    }
+
     pub fn all_ranks_ended(&self) -> bool {
         !self.ranks.is_empty() && self.ranks.iter().all(|rank| rank.state.is_ended())
     }

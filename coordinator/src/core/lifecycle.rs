@@ -293,13 +293,7 @@ impl Core {
                 None => format!("unknown job {id}"),
             });
         };
-        let live: Vec<usize> = job
-            .ranks
-            .iter()
-            .enumerate()
-            .filter(|(_, rank)| !rank.state.is_ended())
-            .map(|(index, _)| index)
-            .collect();
+        let live = job.live_ranks();
         // The job leaves the matrix now: its ranks are given up, and their
         // nodes kill them (now where the agent is ready, else once it is).
         for index in live {

@@ -26,17 +26,7 @@ pub fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
 
 /// One `poll(fds, n, 0)`: how many entries are ready now, without waiting.
 pub fn poll_now(fds: &mut [libc::pollfd]) -> io::Result<usize> {
-    // SAFETY: as in `poll`.
-    let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
-    if ready >= 0 {
-        return Ok(ready as usize);
-    }
-    let err = io::Error::last_os_error();
-    if err.kind() == io::ErrorKind::Interrupted {
-        Ok(0)
-    } else {
-        Err(err)
-    }
+    poll(fds, Duration::ZERO)
 }
 
 pub fn pollfd(fd: RawFd, events: libc::c_short) -> libc::pollfd {
