@@ -7,7 +7,10 @@
 //!
 //! - [`local`]: per-node policies (local, DCS, SB, SY, PB and combinations, FCS
 //!   classification).
+//! - [`classes`]: best-effort and real-time jobs together (fairness ratio,
+//!   RT specs, 1GS, 2DCS-TDM, 2DCS-PS, EDF, admission).
 //! - [`global`]: cluster-wide algorithms (Ousterhout matrix allocation, gang and
 //!   paired-gang slicing, clock-offset estimation).
+pub mod classes;
 pub mod global;
 pub mod local;
