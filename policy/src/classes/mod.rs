@@ -11,9 +11,14 @@
 //! decisions into slices, divisions and kernel attributes.
 //!
 //! - [`RtSpec`], [`FairnessRatio`], [`Class`]: the shared vocabulary.
+//! - [`one_level_gang`]: 1GS, the matrix rows split x:y, four-step
+//!   replication, deterministic admission.
 
+pub mod one_level_gang;
 mod ratio;
 mod spec;
+
+pub use one_level_gang::{OneLevelGang, OneLevelGangConfig, OneLevelGangRotor};
 
 pub use ratio::{Class, FairnessRatio, RatioError};
 pub use spec::{RtSpec, RtSpecError};

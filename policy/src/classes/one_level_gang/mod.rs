@@ -1,0 +1,44 @@
+//! One-level gang scheduling (1GS, the BE/RT coscheduling paper §4.1 and
+//! §4.4): the Ousterhout matrix with its M rows split between the RT and BE
+//! classes in the fairness ratio x:y.
+//!
+//! - [`OneLevelGangConfig`], [`RowSplit`]: p nodes, M rows, x:y, quantum Q
+//!   and row-switch cost, admission on or off, queue order.
+//! - [`OneLevelGang`]: the matrix and the two arrival queues. `arrive` and
+//!   `depart` run the whole of §4.1 (evict expired RT waits, cleanse
+//!   replicas, allocate waiting jobs in arrival order inside their own set,
+//!   replicate in four steps); `evict_expired` ends RT waits longer than w.
+//!   Under admission control an RT job holds r = [`rows_needed`] rows of the
+//!   RT set, the same columns in each, or waits.
+//! - [`ReplicationStep`]: the four steps, runnable one by one as in Figure 2.
+//! - Execution: `rotation`, `active_by_node`, `slice` (a gang
+//!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`].
+//! - [`FrameGuarantee`]: `guaranteed_frames_per_cycle`, `unmet_guarantees`.
+//! - [`OneLevelGangSnapshot`]: the persisted state, checked on load.
+//!
+//! Pure: time comes in as CLOCK_MONOTONIC nanoseconds; throughput ("this RT
+//! job produced its b frames in its window") comes in as `set_satisfied`.
+
+mod allocation;
+mod config;
+mod error;
+mod events;
+mod guarantee;
+mod job;
+mod replication;
+mod rotation;
+mod snapshot;
+mod state;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{MAX_ONE_GS_ROWS, OneLevelGangConfig, RowSplit};
+pub use error::OneLevelGangError;
+pub use events::{ArrivalDecision, ArriveOutcome, DepartOutcome, Enqueued, Evicted, Removed};
+pub use guarantee::FrameGuarantee;
+pub use job::{OneGsJob, OneGsKind, rows_needed};
+pub use replication::{Replica, ReplicationStep};
+pub use rotation::OneLevelGangRotor;
+pub use snapshot::OneLevelGangSnapshot;
+pub use state::{Allocation, Cell, CellKind, OneLevelGang, WaitingJob};

@@ -1,0 +1,150 @@
+//! The optimisation of §4.1: after each arrival or departure every replica
+//! is removed ("cleansing", originals stay), waiting jobs are allocated, then
+//! idle cells are filled with whole copies of jobs, always down the job's own
+//! columns (no migration), in four steps:
+//!
+//! 1. RT jobs not yet at their throughput, within the RT set;
+//! 2. BE jobs (all of them), within the BE set;
+//! 3. RT jobs not yet at their throughput, into the BE set;
+//! 4. BE jobs into the RT set.
+//!
+//! Inside a step the copy goes, each time, to the candidate holding the
+//! fewest rows so far (ties: earliest arrival), in the lowest row of the
+//! target set where its columns are all free; the step ends when no
+//! candidate fits anywhere. Fewest rows first spreads idle slots over the
+//! jobs instead of giving them all to the oldest.
+
+use serde::{Deserialize, Serialize};
+
+use super::state::{Cell, CellKind, OneLevelGang};
+use crate::classes::Class;
+use crate::global::{JobId, RowIndex};
+
+/// One of the four replication steps, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplicationStep {
+    RtWithinRt,
+    BeWithinBe,
+    RtIntoBe,
+    BeIntoRt,
+}
+
+impl ReplicationStep {
+    pub const ALL: [Self; 4] = [
+        Self::RtWithinRt,
+        Self::BeWithinBe,
+        Self::RtIntoBe,
+        Self::BeIntoRt,
+    ];
+
+    /// The class whose jobs are copied.
+    pub fn copies(self) -> Class {
+        match self {
+            Self::RtWithinRt | Self::RtIntoBe => Class::RealTime,
+            Self::BeWithinBe | Self::BeIntoRt => Class::BestEffort,
+        }
+    }
+
+    /// The set of rows the copies go to.
+    pub fn into_set(self) -> Class {
+        match self {
+            Self::RtWithinRt | Self::BeIntoRt => Class::RealTime,
+            Self::BeWithinBe | Self::RtIntoBe => Class::BestEffort,
+        }
+    }
+}
+
+/// A copy placed by the optimisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replica {
+    pub job: JobId,
+    pub row: RowIndex,
+}
+
+impl OneLevelGang {
+    /// Removes every replica; originals stay. Returns how many cells were
+    /// freed.
+    pub fn cleanse(&mut self) -> usize {
+        let mut freed = 0;
+        for cell in self.cells.iter_mut().flatten() {
+            if cell.is_some_and(|held| held.kind == CellKind::Replica) {
+                *cell = None;
+                freed += 1;
+            }
+        }
+        if freed > 0 {
+            self.generation += 1;
+        }
+        freed
+    }
+
+    /// Steps 1–4 in order; the replicas placed.
+    pub fn optimize(&mut self) -> Vec<Replica> {
+        ReplicationStep::ALL
+            .into_iter()
+            .flat_map(|step| self.replicate(step))
+            .collect()
+    }
+
+    /// Cleansing, allocation of waiting jobs, then steps 1–4: what every
+    /// arrival and departure runs. Call it when the satisfied set changed and
+    /// the replicas should follow before the next event.
+    pub fn reoptimize(&mut self) -> Vec<JobId> {
+        self.cleanse();
+        let started = self.allocate_waiting();
+        self.optimize();
+        started
+    }
+
+    /// Runs one step; the replicas placed, in placement order.
+    pub fn replicate(&mut self, step: ReplicationStep) -> Vec<Replica> {
+        let candidates = self.replication_candidates(step.copies());
+        let target: Vec<RowIndex> = self.split.rows_of(step.into_set()).collect();
+        let mut placed = Vec::new();
+        while let Some(replica) = self.next_replica(&candidates, &target) {
+            let columns = self.allocated[&replica.job].columns.clone();
+            let cell = Cell {
+                job: replica.job,
+                kind: CellKind::Replica,
+            };
+            self.fill(replica.row, &columns, cell);
+            placed.push(replica);
+        }
+        if !placed.is_empty() {
+            self.generation += 1;
+        }
+        placed
+    }
+
+    /// Allocated jobs of `class` that may be copied, in arrival order: every
+    /// BE job; RT jobs not reported satisfied.
+    fn replication_candidates(&self, class: Class) -> Vec<JobId> {
+        let mut jobs: Vec<(u64, JobId)> = self
+            .allocated
+            .values()
+            .filter(|held| held.job.class() == class && !self.satisfied.contains(&held.job.id))
+            .map(|held| (held.order, held.job.id))
+            .collect();
+        jobs.sort_unstable();
+        jobs.into_iter().map(|(_, id)| id).collect()
+    }
+
+    /// The candidate with the fewest rows (then the earliest) that fits in
+    /// some target row, with the lowest such row.
+    fn next_replica(&self, candidates: &[JobId], target: &[RowIndex]) -> Option<Replica> {
+        candidates
+            .iter()
+            .filter_map(|&job| {
+                let columns = &self.allocated[&job].columns;
+                let row = target.iter().copied().find(|&row| {
+                    columns
+                        .iter()
+                        .all(|&node| self.cells[row][node].is_none())
+                })?;
+                Some((self.rows_of_job(job).len(), job, row))
+            })
+            .min_by_key(|&(rows, job, _)| (rows, self.allocated[&job].order))
+            .map(|(_, job, row)| Replica { job, row })
+    }
+}

@@ -1,0 +1,99 @@
+//! Execution (§4.1): every slot, all nodes run the processes of one row,
+//! then switch together to the next. The coordinator broadcasts a 1GS slot
+//! as a gang [`Slice`] (one row, no alternates: replication already filled
+//! the idle cells), so agents enforce it exactly like a gang slice.
+//!
+//! The rotation is the rows holding at least one job, ascending. An empty row
+//! leaves it rather than idling the cluster for a quantum. This gives its time
+//! to no class in particular: the cycle gets shorter for every remaining row.
+//! An empty RT row can be handed to BE jobs only by step 4 of the
+//! replication, which fills an empty RT row whenever any BE job is allocated,
+//! so a row still empty after the optimisation means no job could use it.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::state::OneLevelGang;
+use crate::global::{ActiveRows, JobId, RowIndex, Slice};
+
+impl OneLevelGang {
+    /// The rows in the rotation, ascending.
+    pub fn rotation(&self) -> Vec<RowIndex> {
+        (0..self.rows())
+            .filter(|&row| !self.is_row_empty(row))
+            .collect()
+    }
+
+    /// For each node, the job (if any) that runs there while `row` is
+    /// active; at most one job per node, as in `Slice::active_by_node`.
+    pub fn active_by_node(&self, row: RowIndex) -> Vec<BTreeSet<JobId>> {
+        self.cells[row]
+            .iter()
+            .map(|cell| cell.map(|held| held.job).into_iter().collect())
+            .collect()
+    }
+
+    /// The gang slice that runs `row`.
+    pub fn slice(&self, number: u64, round: u64, row: RowIndex) -> Slice {
+        Slice {
+            number,
+            round,
+            rows: ActiveRows::Single(row),
+            alternates: Vec::new(),
+            active_by_node: self.active_by_node(row),
+        }
+    }
+
+    /// The row of slice `number` if the rotation never changed.
+    pub fn row_for_slice(&self, number: u64) -> Option<RowIndex> {
+        let rotation = self.rotation();
+        if rotation.is_empty() {
+            return None;
+        }
+        Some(rotation[(number % rotation.len() as u64) as usize])
+    }
+}
+
+/// The rotation as it runs while jobs come and go, like
+/// `GangScheduler`: a round is the rotation at the round's start; rows that
+/// empty during it are skipped, rows that fill join at the next round, so
+/// every job allocated at a round's start runs in each of its rows once in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OneLevelGangRotor {
+    next_number: u64,
+    rounds_started: u64,
+    remaining: VecDeque<RowIndex>,
+}
+
+impl OneLevelGangRotor {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Rows still to run in the current round.
+    pub fn remaining_in_round(&self) -> Vec<RowIndex> {
+        self.remaining.iter().copied().collect()
+    }
+
+    /// The next slice, or `None` when the matrix is empty.
+    pub fn next_slice(&mut self, state: &OneLevelGang) -> Option<Slice> {
+        loop {
+            if self.remaining.is_empty() {
+                let rotation = state.rotation();
+                if rotation.is_empty() {
+                    return None;
+                }
+                self.remaining = rotation.into();
+                self.rounds_started += 1;
+            }
+            let row = self.remaining.pop_front().expect("refilled above");
+            if row >= state.rows() || state.is_row_empty(row) {
+                continue;
+            }
+            let slice = state.slice(self.next_number, self.rounds_started - 1, row);
+            self.next_number += 1;
+            return Some(slice);
+        }
+    }
+}
