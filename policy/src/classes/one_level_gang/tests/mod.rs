@@ -1,1 +1,9 @@
+//! Scenario and property tests of 1GS.
+
+mod admission;
+mod figure_2;
+mod invariants;
+mod rotation;
+mod scenarios;
+mod snapshot;
 mod support;

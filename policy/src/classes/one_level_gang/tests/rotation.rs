@@ -1,0 +1,112 @@
+//! Execution: the rotation of rows, gang slices of one row, the rotor.
+
+use std::collections::BTreeSet;
+
+use super::support::{MS, allocate, be, matrix, render, rt, wait};
+use crate::classes::Class;
+use crate::classes::one_level_gang::{CellKind, OneLevelGangRotor};
+use crate::global::{ActiveRows, JobId};
+
+#[test]
+fn empty_rows_leave_the_rotation() {
+    let mut state = matrix(2, 4, 1, 1, false);
+    assert!(state.rotation().is_empty());
+    assert_eq!(state.row_for_slice(0), None);
+    allocate(&mut state, rt(1, 2, 5 * MS), 0);
+    state.set_satisfied([JobId(1)]);
+    state.reoptimize();
+    assert_eq!(render(&state), ["AA", "..", "..", ".."]);
+    assert_eq!(state.rotation(), [0]);
+    assert_eq!(state.row_for_slice(7), Some(0));
+}
+
+#[test]
+fn an_empty_rt_row_goes_to_be_jobs_only_as_replicas_of_step_4() {
+    let mut state = matrix(2, 3, 2, 1, false);
+    allocate(&mut state, be(1, 2), 0);
+    assert_eq!(state.rotation(), [0, 1, 2]);
+    for row in state.split().rows_of(Class::RealTime) {
+        for node in 0..2 {
+            assert_eq!(state.cell(row, node).unwrap().kind, CellKind::Replica);
+        }
+    }
+    // A BE job that does not fit the BE set still waits: the RT rows'
+    // copies are not room for it.
+    assert_eq!(wait(&mut state, be(2, 1), 1), 0);
+}
+
+#[test]
+fn a_slice_runs_one_row_on_every_node_like_a_gang_slice() {
+    let mut state = matrix(4, 3, 2, 1, false);
+    allocate(&mut state, rt(1, 3, 5 * MS), 0);
+    allocate(&mut state, be(2, 1), 0);
+    assert_eq!(render(&state), ["AAAb", "aaab", "aaaB"]);
+    let slice = state.slice(5, 1, 2);
+    assert_eq!(slice.rows, ActiveRows::Single(2));
+    assert!(slice.alternates.is_empty());
+    let a = BTreeSet::from([JobId(1)]);
+    let b = BTreeSet::from([JobId(2)]);
+    assert_eq!(slice.active_by_node, [a.clone(), a.clone(), a, b]);
+    assert_eq!(slice.active_jobs(), BTreeSet::from([JobId(1), JobId(2)]));
+}
+
+#[test]
+fn the_rotor_runs_each_row_once_per_round_and_skips_rows_that_emptied() {
+    let mut state = matrix(2, 4, 1, 1, false);
+    allocate(&mut state, rt(1, 2, 5 * MS), 0);
+    allocate(&mut state, rt(2, 2, 5 * MS), 0);
+    allocate(&mut state, be(3, 2), 0);
+    allocate(&mut state, be(4, 2), 0);
+    assert_eq!(render(&state), ["AA", "BB", "CC", "DD"]);
+    let mut rotor = OneLevelGangRotor::new();
+    let first = rotor.next_slice(&state).unwrap();
+    assert_eq!((first.number, first.round, first.rows), (0, 0, ActiveRows::Single(0)));
+    assert_eq!(rotor.remaining_in_round(), [1, 2, 3]);
+    state.depart(JobId(2), 1).unwrap();
+    state.depart(JobId(4), 1).unwrap();
+    // Rows 1 and 3 now hold copies (RT 1 into row 1, BE 3 into row 3).
+    assert_eq!(render(&state), ["AA", "aa", "CC", "cc"]);
+    state.set_satisfied([JobId(1)]);
+    state.reoptimize();
+    assert_eq!(render(&state), ["AA", "cc", "CC", "cc"]);
+    let rows: Vec<_> = (0..4)
+        .map(|_| rotor.next_slice(&state).unwrap())
+        .map(|slice| (slice.round, slice.rows))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0, ActiveRows::Single(1)),
+            (0, ActiveRows::Single(2)),
+            (0, ActiveRows::Single(3)),
+            (1, ActiveRows::Single(0)),
+        ]
+    );
+    state.depart(JobId(1), 2).unwrap();
+    state.depart(JobId(3), 2).unwrap();
+    assert!(rotor.next_slice(&state).is_none(), "an empty matrix has no slice");
+}
+
+#[test]
+fn with_both_classes_backlogged_each_round_gives_the_classes_their_rows() {
+    let mut state = matrix(3, 6, 2, 1, false);
+    for id in 1..=8 {
+        state.arrive(rt(id, 3, 5 * MS), 0).unwrap();
+    }
+    for id in 11..=14 {
+        state.arrive(be(id, 3), 0).unwrap();
+    }
+    assert!(state.waiting(Class::RealTime).count() > 0);
+    assert!(state.waiting(Class::BestEffort).count() > 0);
+    let mut rotor = OneLevelGangRotor::new();
+    let mut per_class = [0, 0];
+    for _ in 0..6 {
+        let slice = rotor.next_slice(&state).unwrap();
+        assert_eq!(slice.round, 0);
+        match state.split().class_of(slice.rows.lowest_row()) {
+            Some(Class::RealTime) => per_class[0] += 1,
+            _ => per_class[1] += 1,
+        }
+    }
+    assert_eq!(per_class, [4, 2], "2:1 of six rows");
+}
