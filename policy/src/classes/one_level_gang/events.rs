@@ -9,7 +9,7 @@ use super::error::OneLevelGangError;
 use super::job::OneGsJob;
 use super::state::{Allocation, OneLevelGang, WaitingJob};
 use crate::classes::Class;
-use crate::global::{JobId, NodeIndex, RowIndex};
+use crate::global::{JobId, NodeIndex, QueuePolicy, RowIndex};
 
 /// What happened to a job on arrival.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,6 +39,15 @@ pub enum Enqueued {
 pub struct Evicted {
     pub job: OneGsJob,
     pub waited_ns: u64,
+}
+
+/// The result of [`OneLevelGang::evict_expired`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Expired {
+    pub evicted: Vec<Evicted>,
+    /// Waiting jobs allocated because an evicted job no longer holds them
+    /// back (strict FCFS only).
+    pub started: Vec<JobId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +82,7 @@ impl OneLevelGang {
         now_ns: u64,
     ) -> Result<ArriveOutcome, OneLevelGangError> {
         self.check_new(&job)?;
-        let evicted = self.evict_expired(now_ns);
+        let evicted = self.evict_waits(now_ns);
         self.cleanse();
         let enqueued = self.enqueue(job, now_ns)?;
         let mut started = self.allocate_waiting();
@@ -125,7 +134,7 @@ impl OneLevelGang {
             return Err(OneLevelGangError::UnknownJob(job));
         };
         self.generation += 1;
-        let evicted = self.evict_expired(now_ns);
+        let evicted = self.evict_waits(now_ns);
         let started = self.reoptimize();
         Ok(DepartOutcome {
             removed,
@@ -135,9 +144,21 @@ impl OneLevelGang {
     }
 
     /// Removes the RT jobs whose wait has run out by `now_ns` (they waited w:
-    /// at arrival + w they are evicted, as in Figure 2 (k)). The matrix is
-    /// unchanged, so nothing is re-optimised.
-    pub fn evict_expired(&mut self, now_ns: u64) -> Vec<Evicted> {
+    /// at arrival + w they are evicted, as in Figure 2 (k)). The matrix does
+    /// not change, except under `StrictFcfs`, where an evicted head may have
+    /// held back jobs that fit: then the event's allocation and optimisation
+    /// run again.
+    pub fn evict_expired(&mut self, now_ns: u64) -> Expired {
+        let evicted = self.evict_waits(now_ns);
+        let started = if !evicted.is_empty() && self.config.queue == QueuePolicy::StrictFcfs {
+            self.reoptimize()
+        } else {
+            Vec::new()
+        };
+        Expired { evicted, started }
+    }
+
+    fn evict_waits(&mut self, now_ns: u64) -> Vec<Evicted> {
         let mut evicted = Vec::new();
         self.rt_queue.retain(|waiting| {
             let expired = waiting.deadline_ns().is_some_and(|end| now_ns >= end);

@@ -35,7 +35,9 @@ mod tests;
 
 pub use config::{MAX_ONE_GS_ROWS, OneLevelGangConfig, RowSplit};
 pub use error::OneLevelGangError;
-pub use events::{ArrivalDecision, ArriveOutcome, DepartOutcome, Enqueued, Evicted, Removed};
+pub use events::{
+    ArrivalDecision, ArriveOutcome, DepartOutcome, Enqueued, Evicted, Expired, Removed,
+};
 pub use guarantee::FrameGuarantee;
 pub use job::{OneGsJob, OneGsKind, rows_needed};
 pub use replication::{Replica, ReplicationStep};

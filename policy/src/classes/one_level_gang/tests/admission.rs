@@ -62,8 +62,8 @@ fn an_rt_job_that_needs_one_row_more_waits_and_is_evicted_after_w() {
     // The free RT rows and the BE rows run copies of job 1, never job 2.
     assert_eq!(state.rows_of_job(JobId(2)), Vec::<usize>::new());
     assert_eq!(render(&state)[..4], ["AAAA", "AAAA", "aaaa", "aaaa"]);
-    assert!(state.evict_expired(6 + WAIT).is_empty());
-    let evicted = state.evict_expired(7 + WAIT);
+    assert!(state.evict_expired(6 + WAIT).evicted.is_empty());
+    let evicted = state.evict_expired(7 + WAIT).evicted;
     assert_eq!(evicted.len(), 1);
     assert_eq!((evicted[0].job.id, evicted[0].waited_ns), (JobId(2), WAIT));
     assert_consistent(&state);

@@ -96,8 +96,8 @@ fn figure_2_step_by_step_from_a_to_l() {
     assert_rows(&state, ["AAAb", "CCCC", "aaaB"], "(j)");
 
     // (k) t4 = t3 + w_D: D is evicted; the matrix does not change.
-    assert!(state.evict_expired(T3 + WAIT_D - 1).is_empty());
-    let evicted = state.evict_expired(T3 + WAIT_D);
+    assert!(state.evict_expired(T3 + WAIT_D - 1).evicted.is_empty());
+    let evicted = state.evict_expired(T3 + WAIT_D).evicted;
     assert_eq!(evicted.len(), 1);
     assert_eq!((evicted[0].job.id, evicted[0].waited_ns), (D, WAIT_D));
     assert_rows(&state, ["AAAb", "CCCC", "aaaB"], "(k)");
@@ -125,7 +125,7 @@ fn figure_2_through_arrivals_and_departures_reaches_the_same_panels() {
     }
     assert_rows(&state, ["AAAb", "CCCC", "aaaB"], "(j)");
     assert_eq!(state.next_expiry(), Some(T3 + WAIT_D));
-    let evicted = state.evict_expired(T3 + WAIT_D);
+    let evicted = state.evict_expired(T3 + WAIT_D).evicted;
     assert_eq!(evicted.iter().map(|e| e.job.id).collect::<Vec<_>>(), [D]);
     assert_rows(&state, ["AAAb", "CCCC", "aaaB"], "(k)");
     let outcome = state.depart(B, T5).unwrap();

@@ -173,12 +173,12 @@ fn an_rt_job_waits_until_arrival_plus_w_and_a_be_job_waits_forever() {
     wait(&mut state, rt(4, 2, 5 * MS), 100);
     wait(&mut state, be(5, 2), 100);
     assert_eq!(state.next_expiry(), Some(100 + WAIT));
-    assert!(state.evict_expired(99 + WAIT).is_empty());
-    let evicted = state.evict_expired(100 + WAIT);
+    assert!(state.evict_expired(99 + WAIT).evicted.is_empty());
+    let evicted = state.evict_expired(100 + WAIT).evicted;
     assert_eq!(evicted.len(), 1);
     assert_eq!(evicted[0].job.id, JobId(4));
     assert_eq!(state.next_expiry(), None);
-    assert!(state.evict_expired(u64::MAX).is_empty());
+    assert!(state.evict_expired(u64::MAX).evicted.is_empty());
     assert_eq!(state.queue_position(JobId(5)), Some(0));
 }
 
