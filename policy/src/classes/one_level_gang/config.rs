@@ -82,6 +82,8 @@ impl OneLevelGangConfig {
         if self.rows < 2 {
             return invalid("1GS needs at least two rows: one for each class");
         }
+        // The message spells the bound out; keep the two together.
+        const _: () = assert!(MAX_ONE_GS_ROWS == 16);
         if self.rows > MAX_ONE_GS_ROWS {
             return invalid("1GS allows at most 16 rows");
         }

@@ -88,7 +88,13 @@ impl OneLevelGang {
         let mut started = self.allocate_waiting();
         self.optimize();
         let decision = match (enqueued, self.allocated.get(&job.id)) {
-            (Enqueued::Refused { rows_needed, rt_rows }, _) => ArrivalDecision::Refused {
+            (
+                Enqueued::Refused {
+                    rows_needed,
+                    rt_rows,
+                },
+                _,
+            ) => ArrivalDecision::Refused {
                 rows_needed,
                 rt_rows,
             },

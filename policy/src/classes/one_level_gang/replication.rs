@@ -137,11 +137,10 @@ impl OneLevelGang {
             .iter()
             .filter_map(|&job| {
                 let columns = &self.allocated[&job].columns;
-                let row = target.iter().copied().find(|&row| {
-                    columns
-                        .iter()
-                        .all(|&node| self.cells[row][node].is_none())
-                })?;
+                let row = target
+                    .iter()
+                    .copied()
+                    .find(|&row| columns.iter().all(|&node| self.cells[row][node].is_none()))?;
                 Some((self.rows_of_job(job).len(), job, row))
             })
             .min_by_key(|&(rows, job, _)| (rows, self.allocated[&job].order))

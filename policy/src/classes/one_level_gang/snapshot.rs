@@ -89,7 +89,11 @@ impl TryFrom<OneLevelGangSnapshot> for OneLevelGang {
                     held.rows
                 ));
             }
-            if let Some(&row) = held.rows.iter().find(|&&row| split.class_of(row) != Some(class)) {
+            if let Some(&row) = held
+                .rows
+                .iter()
+                .find(|&&row| split.class_of(row) != Some(class))
+            {
                 return bad(format!("{id} holds row {row} outside its class's set"));
             }
             if held.order >= snapshot.next_order {

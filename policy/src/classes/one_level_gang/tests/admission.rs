@@ -2,8 +2,8 @@
 //! set with the same columns free, or wait; and the guarantee it buys.
 
 use super::support::{
-    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, config, matrix, render, rt,
-    rt_waiting, wait,
+    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, config, matrix, render, rt, rt_waiting,
+    wait,
 };
 use crate::classes::one_level_gang::{
     ArrivalDecision, OneLevelGang, OneLevelGangConfig, rows_needed,
@@ -75,7 +75,10 @@ fn a_waiting_rt_job_gets_its_rows_when_a_job_leaves_despite_the_copies() {
     allocate(&mut state, rt(1, 4, 5 * MS), 0); // row 0
     allocate(&mut state, rt(2, 2, 5 * MS), 0); // row 1, nodes 0 and 1
     wait(&mut state, rt(3, 4, 15 * MS), 1); // r = 3: rows 2 and 3 are not enough
-    assert!(!state.is_row_empty(2) && !state.is_row_empty(3), "copies fill them");
+    assert!(
+        !state.is_row_empty(2) && !state.is_row_empty(3),
+        "copies fill them"
+    );
     let outcome = state.depart(JobId(2), 2).unwrap();
     assert_eq!(outcome.started, [JobId(3)]);
     assert_eq!(state.allocation(JobId(3)).unwrap().rows, [1, 2, 3]);
@@ -126,7 +129,10 @@ fn without_admission_every_job_holds_one_row_and_a_heavy_one_is_named_as_short()
     let unmet = state.unmet_guarantees();
     assert_eq!(unmet.len(), 1);
     let (job, guarantee) = unmet[0];
-    assert_eq!((job, guarantee.rows_held, guarantee.rows_needed), (JobId(1), 1, 3));
+    assert_eq!(
+        (job, guarantee.rows_held, guarantee.rows_needed),
+        (JobId(1), 1, 3)
+    );
     assert!(guarantee.frames_guaranteed() < guarantee.frames_due());
 }
 

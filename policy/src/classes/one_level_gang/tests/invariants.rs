@@ -26,9 +26,15 @@ enum Op {
     },
     /// Departs the `pick`-th known job modulo their count plus one; the
     /// extra slot departs an unknown job.
-    Depart { pick: usize },
-    Advance { ms: u64 },
-    Satisfy { mask: u64 },
+    Depart {
+        pick: usize,
+    },
+    Advance {
+        ms: u64,
+    },
+    Satisfy {
+        mask: u64,
+    },
     Reoptimize,
 }
 
@@ -74,6 +80,8 @@ fn ops_strategy() -> impl Strategy<Value = Vec<Op>> {
 struct Run {
     state: OneLevelGang,
     now: u64,
+    /// The last instant an operation evicted expired waits.
+    evicted_at: u64,
     next_id: u64,
     columns: BTreeMap<JobId, Vec<NodeIndex>>,
     /// The last change was an arrival, departure or re-optimisation (not a
@@ -114,7 +122,8 @@ fn apply(run: &mut Run, op: &Op) {
                 return;
             };
             let rt_rows = state.split().rt_rows as u64;
-            let too_big = job.class() == Class::RealTime && job.rows_to_hold(state.config()) > rt_rows;
+            let too_big =
+                job.class() == Class::RealTime && job.rows_to_hold(state.config()) > rt_rows;
             match outcome.decision {
                 ArrivalDecision::Refused { .. } => assert!(too_big),
                 ArrivalDecision::Allocated { rows, columns } => {
@@ -128,18 +137,24 @@ fn apply(run: &mut Run, op: &Op) {
                 }
             }
             run.after_event = true;
+            run.evicted_at = run.now;
         }
         Op::Depart { pick } => {
             let known: Vec<JobId> = state
                 .allocations()
                 .map(|held| held.job.id)
                 .chain(state.waiting(Class::RealTime).map(|waiting| waiting.job.id))
-                .chain(state.waiting(Class::BestEffort).map(|waiting| waiting.job.id))
+                .chain(
+                    state
+                        .waiting(Class::BestEffort)
+                        .map(|waiting| waiting.job.id),
+                )
                 .collect();
             match known.get(pick % (known.len() + 1)) {
                 Some(&job) => {
                     state.depart(job, run.now).unwrap();
                     run.after_event = true;
+                    run.evicted_at = run.now;
                 }
                 None => {
                     let before = state.clone();
@@ -156,6 +171,7 @@ fn apply(run: &mut Run, op: &Op) {
                 assert!(evicted.waited_ns >= evicted.job.max_wait_ns().unwrap());
             }
             run.after_event |= !expired.started.is_empty();
+            run.evicted_at = run.now;
         }
         Op::Satisfy { mask } => {
             let rt_jobs: Vec<JobId> = state
@@ -201,7 +217,10 @@ fn check(run: &mut Run) {
     assert_eq!(split.rt_rows + split.be_rows, config.rows);
 
     for held in state.allocations() {
-        let first = run.columns.entry(held.job.id).or_insert(held.columns.clone());
+        let first = run
+            .columns
+            .entry(held.job.id)
+            .or_insert(held.columns.clone());
         assert_eq!(*first, held.columns, "{} changed columns", held.job.id);
         if let Some(spec) = held.job.rt_spec() {
             let needed = rows_needed(spec, &config);
@@ -214,12 +233,21 @@ fn check(run: &mut Run) {
         }
     }
     if config.admission_control {
-        assert!(state.unmet_guarantees().is_empty(), "an admitted job may miss");
+        assert!(
+            state.unmet_guarantees().is_empty(),
+            "an admitted job may miss"
+        );
     }
     for row in split.rows_of(Class::BestEffort) {
         for node in 0..state.nodes() {
-            if let Some(cell) = state.cell(row, node).filter(|c| c.kind == CellKind::Original) {
-                assert_eq!(state.allocation(cell.job).unwrap().job.class(), Class::BestEffort);
+            if let Some(cell) = state
+                .cell(row, node)
+                .filter(|c| c.kind == CellKind::Original)
+            {
+                assert_eq!(
+                    state.allocation(cell.job).unwrap().job.class(),
+                    Class::BestEffort
+                );
             }
         }
     }
@@ -228,8 +256,15 @@ fn check(run: &mut Run) {
     // fits (strict FCFS: no head fits).
     let mut cleansed = state.clone();
     cleansed.cleanse();
-    let originals: usize = state.allocations().map(|h| h.rows.len() * h.columns.len()).sum();
-    assert!(cells(&cleansed).values().all(|&(_, kind)| kind == CellKind::Original));
+    let originals: usize = state
+        .allocations()
+        .map(|h| h.rows.len() * h.columns.len())
+        .sum();
+    assert!(
+        cells(&cleansed)
+            .values()
+            .all(|&(_, kind)| kind == CellKind::Original)
+    );
     assert_eq!(cells(&cleansed).len(), originals);
     assert_consistent(&cleansed);
     for class in [Class::RealTime, Class::BestEffort] {
@@ -240,11 +275,15 @@ fn check(run: &mut Run) {
         };
         for queued in to_check {
             let rows = queued.job.rows_to_hold(&config);
-            assert!(cleansed.find_room(class, queued.job.nodes, rows).is_none(), "{} fits", queued.job.id);
+            assert!(
+                cleansed.find_room(class, queued.job.nodes, rows).is_none(),
+                "{} fits",
+                queued.job.id
+            );
         }
         for queued in &waiting {
             if let Some(end) = queued.deadline_ns() {
-                assert!(end > run.now, "{} outstayed its wait", queued.job.id);
+                assert!(end > run.evicted_at, "{} outstayed its wait", queued.job.id);
             }
             for held in state.allocations().filter(|h| h.job.class() == class) {
                 let same_shape = held.job.nodes == queued.job.nodes
@@ -271,12 +310,20 @@ fn check(run: &mut Run) {
             }
             for row in 0..state.rows() {
                 let fits = held.columns.iter().all(|&n| state.cell(row, n).is_none());
-                assert!(!fits, "{} could still be copied into row {row}", held.job.id);
+                assert!(
+                    !fits,
+                    "{} could still be copied into row {row}",
+                    held.job.id
+                );
             }
         }
         let mut again = state.clone();
         assert!(again.reoptimize().is_empty());
-        assert_eq!(cells(&again), cells(state), "re-optimising is not idempotent");
+        assert_eq!(
+            cells(&again),
+            cells(state),
+            "re-optimising is not idempotent"
+        );
     }
 
     // The rotation: non-empty rows; under contention, every row of a
@@ -284,7 +331,9 @@ fn check(run: &mut Run) {
     let rotation = state.rotation();
     assert_eq!(
         rotation,
-        (0..state.rows()).filter(|&r| !state.is_row_empty(r)).collect::<Vec<_>>()
+        (0..state.rows())
+            .filter(|&r| !state.is_row_empty(r))
+            .collect::<Vec<_>>()
     );
     let mut rotor = OneLevelGangRotor::new();
     let mut per_class = BTreeMap::new();
@@ -293,7 +342,10 @@ fn check(run: &mut Run) {
         assert_eq!(slice.round, 0);
         let row = slice.rows.lowest_row();
         for (node, jobs) in slice.active_by_node.iter().enumerate() {
-            assert_eq!(jobs.iter().next().copied(), state.cell(row, node).map(|c| c.job));
+            assert_eq!(
+                jobs.iter().next().copied(),
+                state.cell(row, node).map(|c| c.job)
+            );
         }
         *per_class.entry(split.class_of(row).unwrap()).or_insert(0) += 1;
     }
@@ -320,6 +372,7 @@ proptest! {
         let mut run = Run {
             state: OneLevelGang::new(config).unwrap(),
             now: 0,
+            evicted_at: 0,
             next_id: 0,
             columns: BTreeMap::new(),
             after_event: true,

@@ -60,7 +60,10 @@ fn the_rotor_runs_each_row_once_per_round_and_skips_rows_that_emptied() {
     assert_eq!(render(&state), ["AA", "BB", "CC", "DD"]);
     let mut rotor = OneLevelGangRotor::new();
     let first = rotor.next_slice(&state).unwrap();
-    assert_eq!((first.number, first.round, first.rows), (0, 0, ActiveRows::Single(0)));
+    assert_eq!(
+        (first.number, first.round, first.rows),
+        (0, 0, ActiveRows::Single(0))
+    );
     assert_eq!(rotor.remaining_in_round(), [1, 2, 3]);
     state.depart(JobId(2), 1).unwrap();
     state.depart(JobId(4), 1).unwrap();
@@ -84,7 +87,10 @@ fn the_rotor_runs_each_row_once_per_round_and_skips_rows_that_emptied() {
     );
     state.depart(JobId(1), 2).unwrap();
     state.depart(JobId(3), 2).unwrap();
-    assert!(rotor.next_slice(&state).is_none(), "an empty matrix has no slice");
+    assert!(
+        rotor.next_slice(&state).is_none(),
+        "an empty matrix has no slice"
+    );
 }
 
 #[test]

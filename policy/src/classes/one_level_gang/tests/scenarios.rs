@@ -67,7 +67,11 @@ fn a_be_job_is_never_initially_placed_in_the_rt_set() {
     let mut state = matrix(2, 3, 2, 1, false);
     allocate(&mut state, be(1, 2), 0);
     assert_eq!(wait(&mut state, be(2, 1), 0), 0);
-    assert_eq!(render(&state), ["aa", "aa", "AA"], "only copies of A in RT rows");
+    assert_eq!(
+        render(&state),
+        ["aa", "aa", "AA"],
+        "only copies of A in RT rows"
+    );
     assert_consistent(&state);
 }
 
@@ -78,7 +82,11 @@ fn a_satisfied_rt_job_is_not_replicated() {
     allocate(&mut state, rt(2, 2, 5 * MS), 0);
     assert_eq!(render(&state), ["AABB", "aabb", "aabb"]);
     state.set_satisfied([JobId(1)]);
-    assert_eq!(render(&state), ["AABB", "aabb", "aabb"], "until the next event");
+    assert_eq!(
+        render(&state),
+        ["AABB", "aabb", "aabb"],
+        "until the next event"
+    );
     allocate(&mut state, be(3, 4), MS);
     assert_eq!(render(&state), ["AABB", "..bb", "CCCC"]);
     assert_eq!(state.rows_of_job(JobId(1)), [0]);
@@ -102,7 +110,13 @@ fn be_jobs_fill_idle_rt_slots_and_are_removed_at_the_next_arrival() {
 fn a_job_never_leaves_its_columns() {
     let mut state = matrix(5, 4, 1, 1, false);
     let mut columns = BTreeMap::new();
-    let arrivals = [rt(1, 2, 5 * MS), be(2, 3), rt(3, 4, 5 * MS), be(4, 1), be(5, 2)];
+    let arrivals = [
+        rt(1, 2, 5 * MS),
+        be(2, 3),
+        rt(3, 4, 5 * MS),
+        be(4, 1),
+        be(5, 2),
+    ];
     for (step, job) in arrivals.into_iter().enumerate() {
         state.arrive(job, step as u64 * MS).unwrap();
         if step == 2 {
@@ -114,7 +128,12 @@ fn a_job_never_leaves_its_columns() {
             for row in state.rows_of_job(held.job.id) {
                 for node in 0..state.nodes() {
                     let here = state.cell(row, node).map(|cell| cell.job) == Some(held.job.id);
-                    assert_eq!(here, held.columns.contains(&node), "{} row {row}", held.job.id);
+                    assert_eq!(
+                        here,
+                        held.columns.contains(&node),
+                        "{} row {row}",
+                        held.job.id
+                    );
                 }
             }
         }
@@ -142,7 +161,11 @@ fn waiting_jobs_start_in_arrival_order_when_their_set_has_room() {
     wait(&mut state, be(4, 1), 3);
     let outcome = state.depart(JobId(1), 4).unwrap();
     assert!(matches!(outcome.removed, Removed::Allocated(_)));
-    assert_eq!(outcome.started, [JobId(2), JobId(4)], "3 does not fit beside 2");
+    assert_eq!(
+        outcome.started,
+        [JobId(2), JobId(4)],
+        "3 does not fit beside 2"
+    );
     assert_eq!(state.queue_position(JobId(3)), Some(0));
     assert_consistent(&state);
 }
@@ -253,9 +276,9 @@ fn departing_removes_every_copy_of_the_job() {
     state.depart(JobId(1), 1).unwrap();
     assert_eq!(render(&state), ["...", "...", "..."]);
     assert!(state.satisfied().is_empty());
-    assert!(
-        (0..3).all(|row| (0..3).all(|node| state
+    assert!((0..3).all(|row| (0..3).all(|node| {
+        state
             .cell(row, node)
-            .is_none_or(|cell| cell.kind == CellKind::Original)))
-    );
+            .is_none_or(|cell| cell.kind == CellKind::Original)
+    })));
 }

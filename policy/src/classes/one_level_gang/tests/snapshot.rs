@@ -30,7 +30,11 @@ fn refused(snapshot: OneLevelGangSnapshot, why: &str) {
 #[test]
 fn a_snapshot_restores_the_same_state() {
     let state = busy();
-    assert!(!OneLevelGangSnapshot::from(state.clone()).replicas.is_empty());
+    assert!(
+        !OneLevelGangSnapshot::from(state.clone())
+            .replicas
+            .is_empty()
+    );
     let restored = OneLevelGang::try_from(OneLevelGangSnapshot::from(state.clone())).unwrap();
     assert_eq!(restored, state);
 }
@@ -49,7 +53,11 @@ fn a_snapshot_with_a_cell_held_twice_is_refused() {
 #[test]
 fn a_snapshot_with_an_rt_job_in_the_be_set_is_refused() {
     let mut snapshot = OneLevelGangSnapshot::from(busy());
-    let rt_job = snapshot.allocated.iter_mut().find(|a| a.job.id == JobId(1)).unwrap();
+    let rt_job = snapshot
+        .allocated
+        .iter_mut()
+        .find(|a| a.job.id == JobId(1))
+        .unwrap();
     rt_job.rows = vec![0, 4];
     refused(snapshot, "outside its class's set");
 }
@@ -57,7 +65,11 @@ fn a_snapshot_with_an_rt_job_in_the_be_set_is_refused() {
 #[test]
 fn a_snapshot_with_an_rt_job_short_of_its_rows_is_refused() {
     let mut snapshot = OneLevelGangSnapshot::from(busy());
-    let rt_job = snapshot.allocated.iter_mut().find(|a| a.job.id == JobId(1)).unwrap();
+    let rt_job = snapshot
+        .allocated
+        .iter_mut()
+        .find(|a| a.job.id == JobId(1))
+        .unwrap();
     rt_job.rows.pop();
     refused(snapshot, "must hold 2");
 }

@@ -124,7 +124,14 @@ pub fn assert_consistent(state: &OneLevelGang) {
                 assert!(before.is_none(), "cell ({row}, {node}) claimed twice");
             }
         }
-        assert!(state.queue_position(id).is_none(), "{id} allocated and waiting");
+        assert!(
+            state.queue_position(id).is_none(),
+            "{id} allocated and waiting"
+        );
     }
-    assert_eq!(cells(state), expected, "cells disagree with the allocations");
+    assert_eq!(
+        cells(state),
+        expected,
+        "cells disagree with the allocations"
+    );
 }
