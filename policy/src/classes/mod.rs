@@ -10,10 +10,22 @@
 //! CLOCK_MONOTONIC nanoseconds, and the coordinator and agents turn the
 //! decisions into slices, divisions and kernel attributes.
 //!
-//! - [`RtSpec`], [`FairnessRatio`], [`Class`]: the shared vocabulary.
+//! - [`RtSpec`], [`FairnessRatio`], [`Class`]: the shared vocabulary;
+//!   [`RtJob`]: an RT job with each process's own work (§4.4's τ_Aj).
+//! - [`frames`]: frame accounting per RT process — windows, misses, the EDF
+//!   deadline, the CPU budget (§3.1, §4.2).
 
+pub mod frames;
+mod job;
 mod ratio;
 mod spec;
 
+#[cfg(test)]
+mod tests;
+
+pub use frames::{
+    BudgetParams, FrameReading, FrameState, FrameTotals, JobFrames, ProcessFrames, WindowReport,
+};
+pub use job::{RtJob, RtJobError};
 pub use ratio::{Class, FairnessRatio, RatioError};
 pub use spec::{RtSpec, RtSpecError};
