@@ -14,7 +14,11 @@
 //!   [`RtJob`]: an RT job with each process's own work (§4.4's τ_Aj).
 //! - [`frames`]: frame accounting per RT process — windows, misses, the EDF
 //!   deadline, the CPU budget (§3.1, §4.2).
+//! - [`edf`], [`edf_priorities`]: EDF inside the RT class, as SCHED_FIFO
+//!   priorities or SCHED_DEADLINE parameters (§4.2).
 
+pub mod edf;
+pub mod edf_priorities;
 pub mod frames;
 mod job;
 mod ratio;
@@ -23,6 +27,8 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
+pub use edf::{DeadlineParams, EdfOrder, RtTask, deadline_params};
+pub use edf_priorities::{BandError, EdfPriorities, PriorityBand, PriorityChanges};
 pub use frames::{
     BudgetParams, FrameReading, FrameState, FrameTotals, JobFrames, ProcessFrames, WindowReport,
 };
