@@ -16,22 +16,36 @@
 //!   deadline, the CPU budget (§3.1, §4.2).
 //! - [`edf`], [`edf_priorities`]: EDF inside the RT class, as SCHED_FIFO
 //!   priorities or SCHED_DEADLINE parameters (§4.2).
+//! - [`tdm`]: 2DCS-TDM — division clock, per-node class decision with
+//!   lending, laxity allocation, the paper's admission rule (§4.2, §4.4).
+//! - [`admission`]: the admission rules side by side, including statistical
+//!   admission from measured work (§4.4, §5.2).
+//! - [`ledger`]: what is placed on each node, which the allocators read.
 
+pub mod admission;
 pub mod edf;
 pub mod edf_priorities;
 pub mod frames;
 mod job;
+pub mod ledger;
 mod ratio;
 mod spec;
+pub mod tdm;
 
 #[cfg(test)]
 mod tests;
 
+pub use admission::{AdmissionRule, MeasuredWork, Rejection, StatisticalParams, WorkSamples};
 pub use edf::{DeadlineParams, EdfOrder, RtTask, deadline_params};
 pub use edf_priorities::{BandError, EdfPriorities, PriorityBand, PriorityChanges};
 pub use frames::{
     BudgetParams, FrameReading, FrameState, FrameTotals, JobFrames, ProcessFrames, WindowReport,
 };
 pub use job::{RtJob, RtJobError};
+pub use ledger::{ClassLedger, NodeLedger, RtPlacement};
 pub use ratio::{Class, FairnessRatio, RatioError};
 pub use spec::{RtSpec, RtSpecError};
+pub use tdm::{
+    AllocationError, ClassDecision, Division, DivisionClock, DivisionCost, DivisionError, Laxity,
+    RtLoadModel, TdmEvent, TdmNode,
+};

@@ -1,5 +1,8 @@
 //! Scenario and invariant tests of the BE/RT class algorithms.
 
+mod admission_scenarios;
+mod allocation_scenarios;
 mod edf_scenarios;
 mod frames_scenarios;
 mod support;
+mod tdm_scenarios;
