@@ -18,6 +18,7 @@
 //!   priorities or SCHED_DEADLINE parameters (§4.2).
 //! - [`tdm`]: 2DCS-TDM — division clock, per-node class decision with
 //!   lending, laxity allocation, the paper's admission rule (§4.2, §4.4).
+//! - [`ps`]: 2DCS-PS — per-node virtual-time choice of class (§4.3).
 //! - [`admission`]: the admission rules side by side, including statistical
 //!   admission from measured work (§4.4, §5.2).
 //! - [`ledger`]: what is placed on each node, which the allocators read.
@@ -28,6 +29,7 @@ pub mod edf_priorities;
 pub mod frames;
 mod job;
 pub mod ledger;
+pub mod ps;
 mod ratio;
 mod spec;
 pub mod tdm;
@@ -43,6 +45,7 @@ pub use frames::{
 };
 pub use job::{RtJob, RtJobError};
 pub use ledger::{ClassLedger, NodeLedger, RtPlacement};
+pub use ps::{PsNode, PsParams, Readiness};
 pub use ratio::{Class, FairnessRatio, RatioError};
 pub use spec::{RtSpec, RtSpecError};
 pub use tdm::{

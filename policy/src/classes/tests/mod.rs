@@ -4,5 +4,6 @@ mod admission_scenarios;
 mod allocation_scenarios;
 mod edf_scenarios;
 mod frames_scenarios;
+mod ps_scenarios;
 mod support;
 mod tdm_scenarios;
