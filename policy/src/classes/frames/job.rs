@@ -47,6 +47,22 @@ impl JobFrames {
         Some(self.processes.get_mut(&task)?.observe(now_ns, reading))
     }
 
+    /// Increments for `task` (see [`ProcessFrames::credit`]); `None` if the
+    /// task is not accounted.
+    pub fn credit(
+        &mut self,
+        task: TaskId,
+        now_ns: u64,
+        frames: u64,
+        cpu_ns: u64,
+    ) -> Option<Vec<WindowReport>> {
+        Some(
+            self.processes
+                .get_mut(&task)?
+                .credit(now_ns, frames, cpu_ns),
+        )
+    }
+
     /// Closes every process's ended windows.
     pub fn tick(&mut self, now_ns: u64) -> Vec<(TaskId, WindowReport)> {
         let mut closed = Vec::new();

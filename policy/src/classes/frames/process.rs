@@ -120,6 +120,14 @@ impl ProcessFrames {
         self.advance(now_ns, frames, cpu)
     }
 
+    /// The same as [`Self::observe`] for a caller that already turned its
+    /// readings into increments (frames and CPU time since its previous
+    /// reading, e.g. after a counter restart it handled itself). The
+    /// counters [`Self::observe`] compares against are not touched.
+    pub fn credit(&mut self, now_ns: u64, frames: u64, cpu_ns: u64) -> Vec<WindowReport> {
+        self.advance(now_ns, frames, cpu_ns)
+    }
+
     /// Closes the windows that ended by `now_ns` with what they have.
     pub fn tick(&mut self, now_ns: u64) -> Vec<WindowReport> {
         self.advance(now_ns, 0, 0)

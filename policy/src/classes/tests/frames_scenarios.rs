@@ -157,6 +157,25 @@ fn windows_are_aligned_to_the_jobs_start() {
 }
 
 #[test]
+fn increments_credit_like_the_counters_they_come_from() {
+    let (mut by_counter, mut by_increment) = (process(0), process(0));
+    let mut reports = (Vec::new(), Vec::new());
+    for (t, frames, cpu) in [(5, 1, 2), (30, 3, 7), (45, 6, 12), (130, 7, 13)] {
+        reports
+            .0
+            .extend(by_counter.observe(ms(t), reading(frames, cpu)));
+    }
+    for (t, frames, cpu) in [(5, 1, 2), (30, 2, 5), (45, 3, 5), (130, 1, 1)] {
+        reports
+            .1
+            .extend(by_increment.credit(ms(t), frames, ms(cpu)));
+    }
+    assert_eq!(reports.0, reports.1);
+    assert_eq!(by_counter.totals(), by_increment.totals());
+    assert_eq!(by_counter.state(), by_increment.state());
+}
+
+#[test]
 fn a_counter_that_goes_back_credits_nothing() {
     let mut p = process(0);
     p.observe(ms(5), reading(3, 3));
@@ -230,4 +249,9 @@ fn job_totals_sum_every_process_and_keep_removed_ones() {
     assert_eq!(job.totals(), totals);
     assert_eq!(job.next_wakeup_ns(), Some(ms(80)));
     assert!(job.observe(TaskId(2), ms(50), reading(3, 5)).is_none());
+    assert!(job.credit(TaskId(2), ms(50), 1, 1).is_none());
+    assert_eq!(
+        job.credit(TaskId(1), ms(85), 1, 1).map(|r| r.len()),
+        Some(1)
+    );
 }
