@@ -1,0 +1,110 @@
+//! Admission of RT jobs for 2DCS-TDM and 2DCS-PS, as one choice the
+//! coordinator and the benchmark can switch (the BE/RT coscheduling paper
+//! §4.4 and §5.2):
+//! - [`AdmissionRule::None`]: every job is admitted and placed by laxity
+//!   (§4: the schemes "admit all arrivals" without admission control);
+//! - [`AdmissionRule::Deterministic`]: the paper's rule
+//!   ([`admit_deterministic`]);
+//! - [`AdmissionRule::Statistical`]: measured work against a utilization
+//!   bound ([`admit_statistical`]).
+//!
+//! BE jobs are never subject to admission (§4.4: they come in "as long as
+//! they can find CPUs"); place them with [`allocate_be`].
+//!
+//! [`allocate_be`]: super::tdm::allocate_be
+
+mod samples;
+mod statistical;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use super::job::{RtJob, RtJobError};
+use super::ledger::{ClassLedger, RtPlacement};
+use super::tdm::{AllocationError, RtLoadModel, admit_deterministic, allocate_rt};
+use crate::global::{JobId, NodeIndex};
+
+pub use samples::{MeasuredWork, WorkSamples};
+pub use statistical::{StatisticalParams, admit_statistical};
+
+/// Which admission rule applies to RT jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum AdmissionRule {
+    /// Admit everything; place by laxity.
+    #[default]
+    None,
+    /// §4.4: Σ_i + load ≤ capacity over min(Γ_i, Γ_A), declared work.
+    Deterministic,
+    /// Measured work against a utilization bound.
+    Statistical(StatisticalParams),
+}
+
+/// Why an RT job is not admitted.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Rejection {
+    #[error("{0} is already placed")]
+    AlreadyPlaced(JobId),
+    #[error(transparent)]
+    Invalid(#[from] RtJobError),
+    #[error(transparent)]
+    Allocation(#[from] AllocationError),
+    #[error(
+        "process {process} of {job} does not fit node {node}, the one with the most laxity: \
+         {placed_ns} ns of RT load per window there plus its {load_ns} ns exceed the capacity \
+         of {capacity_ns} ns"
+    )]
+    WindowCapacity {
+        job: JobId,
+        process: usize,
+        node: NodeIndex,
+        load_ns: u64,
+        placed_ns: u64,
+        capacity_ns: u64,
+    },
+    #[error(
+        "process {process} of {job} does not fit node {node}, the least utilized: \
+         {placed_ppm} ppm there plus its {load_ppm} ppm exceed the bound of {capacity_ppm} ppm"
+    )]
+    Utilization {
+        job: JobId,
+        process: usize,
+        node: NodeIndex,
+        load_ppm: u64,
+        placed_ppm: u64,
+        capacity_ppm: u64,
+    },
+}
+
+impl AdmissionRule {
+    /// Where `job` would go under this rule, or why not; the ledger is not
+    /// changed.
+    pub fn evaluate(
+        &self,
+        ledger: &ClassLedger,
+        job: &RtJob,
+        model: &RtLoadModel,
+    ) -> Result<RtPlacement, Rejection> {
+        job.validate()?;
+        if ledger.contains(job.id) {
+            return Err(Rejection::AlreadyPlaced(job.id));
+        }
+        match self {
+            Self::None => Ok(allocate_rt(ledger, job, model)?),
+            Self::Deterministic => admit_deterministic(ledger, job, model),
+            Self::Statistical(params) => admit_statistical(ledger, job, model, params),
+        }
+    }
+
+    /// [`Self::evaluate`], and on success records the placement.
+    pub fn admit(
+        &self,
+        ledger: &mut ClassLedger,
+        job: &RtJob,
+        model: &RtLoadModel,
+    ) -> Result<RtPlacement, Rejection> {
+        let placement = self.evaluate(ledger, job, model)?;
+        ledger.place_rt(job, placement.clone());
+        Ok(placement)
+    }
+}
