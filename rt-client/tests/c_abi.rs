@@ -11,15 +11,16 @@ use cosched_agent_common::rt_frames::{FrameRecord, MAGIC, SIZE, VERSION};
 
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 
-/// Where cargo put this package's libraries: the profile directory, two
-/// levels above this test executable (`target/<profile>/deps/c_abi-…`).
-/// Cargo builds every crate type of the library before the tests.
+/// Where cargo put the libraries this test was built with: next to this
+/// test executable, in `target/<profile>/deps`. Cargo builds every crate
+/// type of the library (one rustc run) before the tests that use it, and
+/// names the static and shared ones without a hash; the copies one level
+/// up are only refreshed by `cargo build`, so they may be stale.
 fn artifact_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let dir = exe
         .parent()
-        .and_then(Path::parent)
-        .expect("test executable under target/<profile>/deps");
+        .expect("test executable in target/<profile>/deps");
     for lib in ["libcosched_rt.a", "libcosched_rt.so"] {
         assert!(
             dir.join(lib).is_file(),
