@@ -40,9 +40,10 @@ pub const FILE_SUFFIX: &str = ".frames";
 /// frame count is not secret; the agent checks the owner, not the mode).
 pub const FILE_MODE: u32 = 0o644;
 /// The CPU-time sample is refreshed by a frame at most this often (ns of
-/// CLOCK_MONOTONIC). CPU-time clocks are system calls on Linux (no vDSO),
-/// ~0.4 µs here: sampling keeps them off the frame path of fast frame rates
-/// while periods of a millisecond or more still get a sample per frame.
+/// CLOCK_MONOTONIC). CPU-time clocks are system calls on Linux (no vDSO;
+/// docs/rt-frames.md has the cost): sampling keeps them off the frame path
+/// of fast frame rates while periods of a millisecond or more still get a
+/// sample per frame.
 pub const CPU_SAMPLE_INTERVAL_NS: u64 = 1_000_000;
 
 /// How often [`FrameCounter::load`] retries a CPU sample a writer is

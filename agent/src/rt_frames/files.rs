@@ -2,8 +2,8 @@
 //!
 //! The real files are read with `pread`, never mapped: the writer owns its
 //! file and could truncate it under a mapping, and the agent's next read
-//! of the mapping would die of SIGBUS. A copy of 128 bytes costs a system
-//! call (under a microsecond) and cannot fault.
+//! of the mapping would die of SIGBUS. A copy of 128 bytes costs one
+//! system call and cannot fault.
 
 use std::ffi::CString;
 use std::io;
