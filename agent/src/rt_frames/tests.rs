@@ -293,6 +293,7 @@ fn the_tracker_counts_new_frames_and_the_work_per_frame() {
         tracker.observe(reading(14, 5)),
         Progress::Advanced {
             new_frames: 4,
+            new_cpu_ns: Some(2_000),
             work_per_frame_ns: Some(500)
         }
     );
@@ -302,6 +303,7 @@ fn the_tracker_counts_new_frames_and_the_work_per_frame() {
         tracker.observe(no_sample),
         Progress::Advanced {
             new_frames: 0,
+            new_cpu_ns: None,
             work_per_frame_ns: None
         }
     );
@@ -320,6 +322,7 @@ fn a_counter_that_goes_back_or_is_another_file_is_a_restart() {
         tracker.observe(reading(5, 5)),
         Progress::Advanced {
             new_frames: 2,
+            new_cpu_ns: Some(1_000),
             work_per_frame_ns: Some(500)
         }
     );

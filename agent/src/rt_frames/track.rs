@@ -7,11 +7,15 @@ use super::FrameReading;
 pub enum Progress {
     /// The first reading: a baseline, `frames` reported before it.
     First { frames: u64 },
-    /// Frames reported since the previous reading, and the CPU time per
-    /// frame between the two readings' CPU samples when both have one and
-    /// frames were reported between them.
+    /// Frames reported since the previous reading; the process's CPU time
+    /// between the two readings' CPU samples (when both have one; a sample
+    /// is taken at a frame, not at the reading), and per frame between
+    /// those samples (when frames were reported between them).
+    /// Increments, as `cosched_policy::classes::frames::ProcessFrames::credit`
+    /// takes them.
     Advanced {
         new_frames: u64,
+        new_cpu_ns: Option<u64>,
         work_per_frame_ns: Option<u64>,
     },
     /// Another counter than before (a new file or incarnation: the process
@@ -49,6 +53,7 @@ impl FrameTracker {
             }
             Some(last) => Progress::Advanced {
                 new_frames: reading.frames - last.frames,
+                new_cpu_ns: cpu_between(&last, &reading),
                 work_per_frame_ns: work_per_frame(&last, &reading),
             },
         };
@@ -57,9 +62,14 @@ impl FrameTracker {
     }
 }
 
+/// Δcpu between two CPU samples of the same counter.
+fn cpu_between(earlier: &FrameReading, later: &FrameReading) -> Option<u64> {
+    later.cpu?.cpu_ns.checked_sub(earlier.cpu?.cpu_ns)
+}
+
 /// Δcpu / Δframes between two CPU samples of the same counter.
 fn work_per_frame(earlier: &FrameReading, later: &FrameReading) -> Option<u64> {
     let (from, to) = (earlier.cpu?, later.cpu?);
     let frames = to.frames.checked_sub(from.frames).filter(|&n| n > 0)?;
-    Some(to.cpu_ns.checked_sub(from.cpu_ns)? / frames)
+    Some(cpu_between(earlier, later)? / frames)
 }
