@@ -3,10 +3,16 @@
 //! Every type is `#[repr(C)]`, built from fixed-width fields only, with explicit
 //! padding and a compile-time size assertion, so the kernel-side and the
 //! userspace-side view of a map value or ring-buffer record are byte-identical.
+//! [`rt_frames`] is the same kind of contract between two userspace sides: the
+//! frame counter file an RT process's client library writes and the agent reads.
 #![no_std]
 
 pub mod episode;
 pub mod layout;
+// Userspace only: the eBPF programs never see frame counters, and the bpf
+// target lacks 64-bit atomic read-modify-writes.
+#[cfg(not(target_arch = "bpf"))]
+pub mod rt_frames;
 
 pub use episode::{in_spin_episode, oncpu_since_wait};
 

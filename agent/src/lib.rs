@@ -9,6 +9,8 @@
 //! - [`registry`], [`restore`], [`enforce`], [`cpu_group`]: its parts.
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`], [`limits`]: the async edge.
 //! - [`guardian`], [`lifeline`], [`threads`]: undoing everything when the agent dies.
+//! - [`rt_frames`]: reading the frame counters real-time processes report
+//!   through the `cosched-rt` client library.
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs);
 //!   [`program`] and [`leftovers`] answer its program checks and reap orders.
 pub mod adoption;
@@ -31,6 +33,7 @@ pub mod policy_driver;
 pub mod program;
 pub mod registry;
 pub mod restore;
+pub mod rt_frames;
 pub mod threads;
 pub mod tracefs;
 pub mod wakeup;

@@ -3,30 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use cosched_proto::wire::JobClass;
-
-/// `be` (best effort, the default) or `rt:<period_ns>:<frames>:<work_ns>`.
-pub fn parse_class(text: &str) -> Result<JobClass, String> {
-    if text == "be" || text == "best-effort" {
-        return Ok(JobClass::BestEffort);
-    }
-    let usage = || format!("bad class {text:?}: use `be` or `rt:<period_ns>:<frames>:<work_ns>`");
-    let fields = text.strip_prefix("rt:").ok_or_else(usage)?;
-    let parts: Vec<&str> = fields.split(':').collect();
-    let [period, frames, work] = parts.as_slice() else {
-        return Err(usage());
-    };
-    let number = |value: &str| value.parse::<u64>().map_err(|_| usage());
-    let period_ns = number(period)?;
-    if period_ns == 0 {
-        return Err(format!("bad class {text:?}: the period must be positive"));
-    }
-    Ok(JobClass::RealTime {
-        period_ns,
-        frames: u32::try_from(number(frames)?).map_err(|_| usage())?,
-        work_ns: number(work)?,
-    })
-}
+/// `be` (best effort, the default) or `rt:<period_ns>:<frames>:<work_ns>`
+/// (the syntax `cosched-synth --rt` shares).
+pub use cosched_proto::class::parse_class;
 
 /// `KEY=VALUE` pairs into an environment map.
 pub fn parse_env(pairs: &[String]) -> Result<BTreeMap<String, String>, String> {
@@ -60,26 +39,6 @@ pub fn command_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn classes_parse_and_bad_ones_say_the_format() {
-        assert_eq!(parse_class("be"), Ok(JobClass::BestEffort));
-        assert_eq!(
-            parse_class("rt:10000000:2:1000000"),
-            Ok(JobClass::RealTime {
-                period_ns: 10_000_000,
-                frames: 2,
-                work_ns: 1_000_000
-            })
-        );
-        assert!(
-            parse_class("rt:1:2")
-                .unwrap_err()
-                .contains("rt:<period_ns>")
-        );
-        assert!(parse_class("gold").is_err());
-        assert!(parse_class("rt:0:1:1").unwrap_err().contains("positive"));
-    }
 
     #[test]
     fn env_pairs_need_a_key_and_an_equals_sign() {

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
+use cosched_proto::class::RtParams;
 
 use crate::modes::{Proto, RecvMode, WaitMode};
 use crate::pattern::Pattern;
@@ -40,6 +41,19 @@ pub struct Cli {
 
     #[arg(long, value_enum, default_value_t = Pattern::Ring)]
     pub pattern: Pattern,
+
+    /// Real-time mode: the ranks form a pipeline 0 → 1 → … in which rank 0
+    /// releases a frame every PERIOD_NS, every rank computes WORK_NS of CPU
+    /// time on it, hands it to the next rank and reports it done through
+    /// cosched-rt, and counts its frames per window of FRAMES periods
+    /// (deadline misses). The syntax of `cosched submit --class rt:…`.
+    /// Replaces --pattern and --compute-us; --iterations counts frames.
+    #[arg(
+        long,
+        value_name = "PERIOD_NS:FRAMES:WORK_NS",
+        conflicts_with_all = ["pattern", "compute_us"]
+    )]
+    pub rt: Option<RtParams>,
 
     /// How to wait for messages.
     #[arg(long = "recv", value_enum, default_value_t = RecvMode::Spin)]
@@ -130,6 +144,34 @@ mod tests {
         assert_eq!(cli.start_at_unix_ns, None);
         assert_eq!(cli.timeout, 10.0);
         assert_eq!(cli.out, None);
+        assert_eq!(cli.rt, None);
+    }
+
+    #[test]
+    fn rt_takes_the_class_syntax_and_replaces_pattern_and_compute() {
+        let cli = parse(&["--rt", "10000000:4:2000000"]).unwrap();
+        assert_eq!(
+            cli.rt,
+            Some(RtParams {
+                period_ns: 10_000_000,
+                frames: 4,
+                work_ns: 2_000_000
+            })
+        );
+        let err = parse(&["--rt", "10000000:4"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ValueValidation);
+        assert!(
+            err.to_string().contains("<period_ns>:<frames>:<work_ns>"),
+            "{err}"
+        );
+        for other in [["--pattern", "ring"], ["--compute-us", "5"]] {
+            let err = parse(&["--rt", "1000:1:1", other[0], other[1]]).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        }
+        assert!(
+            parse(&["--pattern", "pipeline"]).is_err(),
+            "only through --rt"
+        );
     }
 
     #[test]

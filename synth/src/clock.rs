@@ -33,6 +33,32 @@ pub fn process_cpu_time() -> Duration {
     read_clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// CLOCK_MONOTONIC in nanoseconds: the clock of frame releases and windows
+/// (and of the frame counters the agent reads).
+pub fn monotonic_ns() -> u64 {
+    read_clock(libc::CLOCK_MONOTONIC).as_nanos() as u64
+}
+
+/// Sleeps until CLOCK_MONOTONIC reads `target_ns` (absolute, so periodic
+/// releases do not drift by the time spent between them); returns at once
+/// if it has passed.
+pub fn sleep_until_monotonic_ns(target_ns: u64) {
+    let target = libc::timespec {
+        tv_sec: (target_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (target_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid timespec; no remainder is needed for an absolute sleep.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &target,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
 /// Wall-clock nanoseconds since the Unix epoch (comparable across ranks and hosts).
 pub fn unix_now_ns() -> u64 {
     SystemTime::now()
@@ -99,6 +125,14 @@ mod tests {
     #[test]
     fn unix_clock_is_after_2020() {
         assert!(unix_now_ns() > 1_577_836_800_000_000_000);
+    }
+
+    #[test]
+    fn sleeping_until_a_monotonic_time_gets_there() {
+        let target = monotonic_ns() + 2_000_000;
+        sleep_until_monotonic_ns(target);
+        assert!(monotonic_ns() >= target);
+        sleep_until_monotonic_ns(0);
     }
 
     #[test]

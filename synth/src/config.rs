@@ -4,6 +4,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cosched_proto::class::RtParams;
 use thiserror::Error;
 
 use crate::cli::Cli;
@@ -43,6 +44,37 @@ pub struct Config {
     pub start_at_unix_ns: Option<u64>,
     pub timeout: Duration,
     pub out: Option<PathBuf>,
+    /// `--rt`: the pipeline pattern, frames paced and counted.
+    pub rt: Option<RtMode>,
+}
+
+/// The validated `--rt` parameters (d, b, τ) and the window Γ = b·d.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtMode {
+    pub period_ns: u64,
+    pub frames: u32,
+    pub work_ns: u64,
+    pub window_ns: u64,
+}
+
+impl RtMode {
+    /// Work above the period is allowed: an overloaded pipeline is a
+    /// legitimate experiment (it must miss).
+    pub fn new(params: RtParams) -> Result<Self, ConfigError> {
+        if params.frames == 0 {
+            return Err(ConfigError::RtNoFrames);
+        }
+        let window_ns = params
+            .period_ns
+            .checked_mul(u64::from(params.frames))
+            .ok_or(ConfigError::RtWindowOverflow)?;
+        Ok(RtMode {
+            period_ns: params.period_ns,
+            frames: params.frames,
+            work_ns: params.work_ns,
+            window_ns,
+        })
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -75,6 +107,10 @@ pub enum ConfigError {
     NoIterations,
     #[error("--{flag} must be a positive number of seconds, got {got}")]
     BadSeconds { flag: &'static str, got: f64 },
+    #[error("--rt needs at least 1 frame per window")]
+    RtNoFrames,
+    #[error("--rt: frames × period overflows 64-bit nanoseconds")]
+    RtWindowOverflow,
 }
 
 impl Config {
@@ -110,16 +146,21 @@ impl Config {
             (None, Some(secs)) => RunLength::Duration(seconds("duration", secs)?),
             (None, None) => RunLength::Duration(DEFAULT_DURATION),
         };
+        let rt = cli.rt.map(RtMode::new).transpose()?;
+        let (pattern, compute) = match rt {
+            Some(rt) => (Pattern::Pipeline, Duration::from_nanos(rt.work_ns)),
+            None => (cli.pattern, Duration::from_micros(cli.compute_us)),
+        };
         Ok(Config {
             rank: cli.rank,
             size: cli.size,
             peers,
             job: cli.job.clone(),
             proto: cli.proto,
-            pattern: cli.pattern,
+            pattern,
             recv: cli.recv,
             wait: cli.wait,
-            compute: Duration::from_micros(cli.compute_us),
+            compute,
             io: Duration::from_micros(cli.io_us),
             io_every: cli.io_every,
             msg_bytes: cli.msg_bytes,
@@ -127,6 +168,7 @@ impl Config {
             start_at_unix_ns: cli.start_at_unix_ns,
             timeout: seconds("timeout", cli.timeout)?,
             out: cli.out.clone(),
+            rt,
         })
     }
 
@@ -323,6 +365,35 @@ mod tests {
             config(&["--duration", "NaN"]),
             Err(ConfigError::BadSeconds { .. })
         ));
+    }
+
+    #[test]
+    fn rt_mode_is_a_pipeline_computing_the_work_per_frame() {
+        let config = config(&["--rt", "10000000:4:2500"]).unwrap();
+        assert_eq!(config.pattern, Pattern::Pipeline);
+        assert_eq!(config.compute, Duration::from_nanos(2_500));
+        assert_eq!(
+            config.rt,
+            Some(RtMode {
+                period_ns: 10_000_000,
+                frames: 4,
+                work_ns: 2_500,
+                window_ns: 40_000_000
+            })
+        );
+        assert_eq!(self::config(&[]).unwrap().rt, None);
+        assert_eq!(
+            self::config(&["--rt", "1000:0:1"]),
+            Err(ConfigError::RtNoFrames)
+        );
+        assert_eq!(
+            self::config(&["--rt", "9223372036854775807:3:1"]),
+            Err(ConfigError::RtWindowOverflow)
+        );
+        assert!(
+            self::config(&["--rt", "1000:1:5000"]).is_ok(),
+            "overload is allowed"
+        );
     }
 
     #[test]

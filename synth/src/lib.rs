@@ -3,6 +3,10 @@
 //! {compute; optional I/O; send to peers by a pattern; receive from peers},
 //! receiving by spinning (user-level messaging) or blocking, and each rank
 //! reports iterations per second, wait time and message counts as JSON.
+//! In real-time mode (`--rt`, [`rt`]) the ranks form a pipeline that rank 0
+//! feeds a frame every period; each rank reports its frames through the
+//! `cosched-rt` client library, as a real RT program would, and counts its
+//! own frames per window and deadline misses.
 //!
 //! The pure parts (patterns, header codec, stop agreement, per-rank engine,
 //! configuration) are separate modules so they can be tested without
@@ -17,6 +21,7 @@ pub mod inbox;
 pub mod modes;
 pub mod pattern;
 pub mod report;
+pub mod rt;
 pub mod runtime;
 pub mod stop;
 pub mod transport;

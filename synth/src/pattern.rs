@@ -22,15 +22,21 @@ pub enum Pattern {
     Barrier,
     /// Rank 0 hands out tasks and collects replies; it does not compute.
     MasterWorker,
+    /// A real-time pipeline (`--rt`, which selects it): rank 0 releases a
+    /// frame every period, every rank works on it and hands it to the next
+    /// rank, and reports it done.
+    #[value(skip)]
+    Pipeline,
 }
 
 impl Pattern {
-    pub const ALL: [Pattern; 5] = [
+    pub const ALL: [Pattern; 6] = [
         Pattern::Ring,
         Pattern::Neighbour,
         Pattern::AllToAll,
         Pattern::Barrier,
         Pattern::MasterWorker,
+        Pattern::Pipeline,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,6 +46,7 @@ impl Pattern {
             Pattern::AllToAll => "all-to-all",
             Pattern::Barrier => "barrier",
             Pattern::MasterWorker => "master-worker",
+            Pattern::Pipeline => "pipeline",
         }
     }
 }
@@ -55,6 +62,11 @@ pub enum Step {
     Send { kind: Kind, to: Vec<usize> },
     /// Wait until one `kind` frame of this iteration arrived from each listed rank.
     Receive { kind: Kind, from: Vec<usize> },
+    /// Pipeline rank 0: wait until this iteration's frame is released, a
+    /// period after the previous one.
+    Release,
+    /// Pipeline: this iteration's frame is done; report it (cosched-rt).
+    FrameDone,
 }
 
 /// The ordered steps of one iteration for one rank.
@@ -104,11 +116,12 @@ impl Plan {
 ///
 /// Peers are deduplicated (a 2-rank neighbour pattern has one neighbour) and
 /// a single rank never communicates; it only computes and does I/O, even in
-/// master-worker, where it is its own worker.
+/// master-worker, where it is its own worker (and in a pipeline, where it
+/// is the only stage).
 pub fn plan(pattern: Pattern, rank: usize, size: usize) -> Plan {
     assert!(rank < size, "rank {rank} out of range for size {size}");
     let work = [Step::Compute, Step::Io];
-    if size == 1 {
+    if size == 1 && pattern != Pattern::Pipeline {
         return Plan {
             steps: work.to_vec(),
         };
@@ -193,7 +206,32 @@ pub fn plan(pattern: Pattern, rank: usize, size: usize) -> Plan {
                 to: vec![0],
             });
         }
+        Pattern::Pipeline => return pipeline(rank, size),
     }
+    Plan { steps }
+}
+
+/// One stage of the pipeline 0 → 1 → … → size−1: its frame comes from the
+/// release (rank 0) or the previous stage, goes to the next stage (but for
+/// the last), and is done once handed on.
+fn pipeline(rank: usize, size: usize) -> Plan {
+    let mut steps = Vec::with_capacity(5);
+    steps.push(if rank == 0 {
+        Step::Release
+    } else {
+        Step::Receive {
+            kind: Kind::Data,
+            from: vec![rank - 1],
+        }
+    });
+    steps.extend([Step::Compute, Step::Io]);
+    if rank + 1 < size {
+        steps.push(Step::Send {
+            kind: Kind::Data,
+            to: vec![rank + 1],
+        });
+    }
+    steps.push(Step::FrameDone);
     Plan { steps }
 }
 
@@ -224,7 +262,7 @@ mod tests {
                     Step::Receive { kind, from } => {
                         expected.extend(from.iter().map(|&s| (s, rank, *kind)))
                     }
-                    Step::Compute | Step::Io => {}
+                    Step::Compute | Step::Io | Step::Release | Step::FrameDone => {}
                 }
             }
         }
@@ -274,7 +312,7 @@ mod tests {
 
     #[test]
     fn single_rank_only_works() {
-        for pattern in Pattern::ALL {
+        for pattern in Pattern::ALL.into_iter().filter(|&p| p != Pattern::Pipeline) {
             assert_eq!(
                 plan(pattern, 0, 1).steps(),
                 &[Step::Compute, Step::Io],
@@ -391,6 +429,58 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_pipeline_hands_each_frame_down_and_reports_it_at_every_stage() {
+        let work = [Step::Compute, Step::Io];
+        assert_eq!(
+            plan(Pattern::Pipeline, 0, 1).steps(),
+            &[
+                Step::Release,
+                work[0].clone(),
+                work[1].clone(),
+                Step::FrameDone
+            ]
+        );
+        let data = |ranks: Vec<usize>| (Kind::Data, ranks);
+        for size in 2..=5 {
+            assert_eq!(sends(Pattern::Pipeline, 0, size), vec![data(vec![1])]);
+            assert!(receives(Pattern::Pipeline, 0, size).is_empty());
+            assert_eq!(plan(Pattern::Pipeline, 0, size).steps()[0], Step::Release);
+            for rank in 1..size - 1 {
+                assert_eq!(
+                    sends(Pattern::Pipeline, rank, size),
+                    vec![data(vec![rank + 1])]
+                );
+                assert_eq!(
+                    receives(Pattern::Pipeline, rank, size),
+                    vec![data(vec![rank - 1])]
+                );
+            }
+            let last = size - 1;
+            assert!(sends(Pattern::Pipeline, last, size).is_empty());
+            assert_eq!(
+                receives(Pattern::Pipeline, last, size),
+                vec![data(vec![last - 1])]
+            );
+            for rank in 0..size {
+                let steps = plan(Pattern::Pipeline, rank, size);
+                assert_eq!(
+                    steps.steps().last(),
+                    Some(&Step::FrameDone),
+                    "done once handed on"
+                );
+                assert_eq!(
+                    steps
+                        .steps()
+                        .iter()
+                        .filter(|s| **s == Step::Compute)
+                        .count(),
+                    1
+                );
+            }
+        }
     }
 
     #[test]

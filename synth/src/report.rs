@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::modes::{Proto, RecvMode, WaitMode};
 use crate::pattern::Pattern;
+use crate::rt::Percentiles;
 
 /// What one rank measured.
 ///
@@ -60,14 +61,63 @@ pub struct RunReport {
     /// Datagrams the kernel dropped on this rank's UDP socket (receive
     /// buffer overflow), when it could be read; `null` for TCP.
     pub udp_drops: Option<u64>,
+    /// Real-time mode (`--rt`) only: frames and deadline misses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt: Option<RtReport>,
+}
+
+/// What one process of a real-time pipeline measured (see [`crate::rt`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RtReport {
+    /// d: a frame is released every period.
+    pub period_ns: u64,
+    /// b: frames due per window.
+    pub frames_per_window: u32,
+    /// τ: CPU time computed per frame.
+    pub work_ns: u64,
+    /// Γ = b·d.
+    pub window_ns: u64,
+    /// Frames this process finished (one per iteration).
+    pub frames: u64,
+    /// Complete windows since the start of its first frame (the last,
+    /// partial one is not judged).
+    pub windows: u64,
+    /// Frames finished inside those windows.
+    pub frames_in_windows: u64,
+    /// Σ (b − n) over the windows with n < b frames.
+    pub missed_frames: u64,
+    /// Windows with fewer than b frames: deadlines missed.
+    pub missed_windows: u64,
+    /// missed_frames / (b · windows), the paper's (b − n)/b averaged.
+    pub miss_rate: f64,
+    /// CPU time per frame, µs: from the start of its compute to its report
+    /// (compute, I/O, the send to the next stage), excluding the wait for it.
+    pub frame_work_us: Percentiles,
+    /// The cosched-rt counter file the frames went to.
+    pub counter_file: Option<String>,
+    /// Why there was none (the frames were counted in memory only).
+    pub counter_error: Option<String>,
+    /// The count cosched-rt holds at the end (equals `frames` unless
+    /// something else in the process reported frames too).
+    pub counter_frames: u64,
 }
 
 impl RunReport {
     /// One line for stderr, for people watching a run.
     pub fn summary_line(&self) -> String {
+        let rt = self.rt.as_ref().map_or(String::new(), |rt| {
+            format!(
+                "; rt {} frames, {} windows, {} missed ({:.1}%), work p99 {:.1} us",
+                rt.frames,
+                rt.windows,
+                rt.missed_frames,
+                rt.miss_rate * 100.0,
+                rt.frame_work_us.p99
+            )
+        });
         format!(
             "cosched-synth: job {} rank {}/{} {} {} {}: {} iterations in {:.3} s ({:.1}/s), \
-             wait {:.1}%, cpu {:.3} s, sent {} recv {} empty polls {}",
+             wait {:.1}%, cpu {:.3} s, sent {} recv {} empty polls {}{}",
             self.job,
             self.rank,
             self.size,
@@ -82,6 +132,7 @@ impl RunReport {
             self.messages_sent,
             self.messages_received,
             self.empty_polls,
+            rt,
         )
     }
 }
@@ -129,6 +180,34 @@ mod tests {
             finished_unix_ns: 2,
             pid: 42,
             udp_drops: None,
+            rt: None,
+        }
+    }
+
+    fn rt_sample() -> RunReport {
+        RunReport {
+            pattern: Pattern::Pipeline,
+            rt: Some(RtReport {
+                period_ns: 10_000_000,
+                frames_per_window: 4,
+                work_ns: 2_000_000,
+                window_ns: 40_000_000,
+                frames: 100,
+                windows: 24,
+                frames_in_windows: 96,
+                missed_frames: 2,
+                missed_windows: 1,
+                miss_rate: 2.0 / 96.0,
+                frame_work_us: Percentiles {
+                    p50: 2001.5,
+                    p95: 2010.0,
+                    p99: 2100.25,
+                },
+                counter_file: Some("/run/cosched/rt/42.frames".into()),
+                counter_error: None,
+                counter_frames: 100,
+            }),
+            ..sample()
         }
     }
 
@@ -168,6 +247,40 @@ mod tests {
         assert_eq!(json["recv_mode"], "block");
         let back: RunReport = serde_json::from_value(json).unwrap();
         assert_eq!(back, sample());
+    }
+
+    #[test]
+    fn rt_results_are_one_object_absent_outside_rt_mode() {
+        let plain = serde_json::to_value(sample()).unwrap();
+        assert!(plain.get("rt").is_none());
+        let json = serde_json::to_value(rt_sample()).unwrap();
+        assert_eq!(json["pattern"], "pipeline");
+        let rt = &json["rt"];
+        for key in [
+            "period_ns",
+            "frames_per_window",
+            "work_ns",
+            "window_ns",
+            "frames",
+            "windows",
+            "frames_in_windows",
+            "missed_frames",
+            "missed_windows",
+            "miss_rate",
+            "counter_file",
+            "counter_error",
+            "counter_frames",
+        ] {
+            assert!(rt.get(key).is_some(), "missing rt.{key}");
+        }
+        assert_eq!(rt["frame_work_us"]["p99"], 2100.25);
+        let back: RunReport = serde_json::from_value(json).unwrap();
+        assert_eq!(back, rt_sample());
+        let line = rt_sample().summary_line();
+        assert!(
+            line.contains("rt 100 frames, 24 windows, 2 missed (2.1%)"),
+            "{line}"
+        );
     }
 
     #[test]

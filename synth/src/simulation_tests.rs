@@ -115,7 +115,7 @@ fn step(
     }
     let index = engine.step_index().expect("runnable rank has a step");
     match engine.plan().steps()[index].clone() {
-        Step::Compute | Step::Io => {}
+        Step::Compute | Step::Io | Step::Release | Step::FrameDone => {}
         Step::Send { kind, to } => {
             for dst in to {
                 let header = Header {
@@ -199,4 +199,76 @@ fn too_small_a_margin_is_caught() {
         })
         .count();
     assert!(failures > 0, "no schedule exposed a zero margin");
+}
+
+// Real-time pipelines in virtual time: stage r finishes frame k at
+// c_r(k) = max(input, c_r(k − 1)) + τ_r, where frame k's input is its
+// release k·d at rank 0 and c_{r−1}(k) further down; every stage counts its
+// frames into windows from the start of its first frame, as a rank does.
+
+use crate::rt::{FrameWindows, WindowTotals};
+
+/// Each stage's totals for `count` frames of period `period` and `b`
+/// frames per window, stage r computing `works[r]` per frame.
+fn pipeline_windows(period: u64, b: u32, works: &[u64], count: u64) -> Vec<WindowTotals> {
+    let mut input: Vec<u64> = (0..count).map(|k| k * period).collect();
+    let mut totals = Vec::new();
+    for &work in works {
+        let mut windows = FrameWindows::new(period * u64::from(b), b);
+        windows.start(input[0]);
+        let mut free_at = 0;
+        // Each frame's done time becomes the next stage's input time.
+        for frame in input.iter_mut() {
+            free_at = (*frame).max(free_at) + work;
+            windows.frame_done(free_at);
+            *frame = free_at;
+        }
+        totals.push(windows.finish(free_at));
+    }
+    totals
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn a_pipeline_whose_stages_fit_the_period_misses_nothing(
+        period in 1_000u64..1_000_000,
+        b in 1u32..8,
+        works in prop::collection::vec(0u64..=1_000, 1..6),
+        windows in 1u64..30,
+    ) {
+        // Work as a share (0..=100 %) of the period, the limit included.
+        let works: Vec<u64> = works.iter().map(|w| period * w / 1_000).collect();
+        let count = windows * u64::from(b) + 1;
+        for (stage, totals) in pipeline_windows(period, b, &works, count).iter().enumerate() {
+            prop_assert_eq!(totals.missed_frames, 0, "stage {} of {:?}: {:?}", stage, works, totals);
+            prop_assert!(totals.windows >= windows.saturating_sub(1), "stage {}: {:?}", stage, totals);
+        }
+    }
+
+    #[test]
+    fn an_overloaded_stage_makes_it_and_every_later_stage_miss_one_minus_d_over_tau(
+        period in 1_000u64..100_000,
+        b in 1u32..8,
+        overload_permille in 1_100u64..4_000,
+        bottleneck in 0usize..4,
+    ) {
+        let size = 4;
+        let mut works = vec![period / 2; size];
+        works[bottleneck] = period * overload_permille / 1_000;
+        let count = 200 * u64::from(b);
+        let expected = 1.0 - 1_000.0 / overload_permille as f64;
+        for (stage, totals) in pipeline_windows(period, b, &works, count).iter().enumerate() {
+            let rate = totals.miss_rate(b);
+            if stage < bottleneck {
+                prop_assert_eq!(totals.missed_frames, 0, "stage {} before the bottleneck", stage);
+            } else {
+                prop_assert!(
+                    (rate - expected).abs() < 0.02,
+                    "stage {}: rate {} expected {} ({:?})", stage, rate, expected, totals
+                );
+            }
+        }
+    }
 }

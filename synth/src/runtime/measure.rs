@@ -4,6 +4,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use super::error::drops_note;
+use super::rt::RtRun;
 use super::{RunError, Session};
 use crate::clock::{burn_cpu, process_cpu_time, sleep_until_unix_ns, unix_now_ns};
 use crate::config::RunLength;
@@ -26,20 +27,23 @@ impl Session {
         if let Some(at) = self.config.start_at_unix_ns {
             sleep_until_unix_ns(at);
         }
+        let mut rt = self.config.rt.map(RtRun::begin);
         let started_unix_ns = unix_now_ns();
         let began = Instant::now();
         let cpu_before = process_cpu_time();
-        self.iterate(began)?;
+        self.iterate(began, rt.as_mut())?;
         let window = Window {
             started_unix_ns,
             finished_unix_ns: unix_now_ns(),
             elapsed: began.elapsed(),
             cpu: process_cpu_time().saturating_sub(cpu_before),
         };
-        Ok(self.report(&window))
+        let mut report = self.report(&window);
+        report.rt = rt.map(RtRun::report);
+        Ok(report)
     }
 
-    fn iterate(&mut self, began: Instant) -> Result<(), RunError> {
+    fn iterate(&mut self, began: Instant, mut rt: Option<&mut RtRun>) -> Result<(), RunError> {
         let duration = match self.config.length {
             RunLength::Duration(duration) => Some(duration),
             RunLength::Iterations(_) => None,
@@ -56,6 +60,9 @@ impl Session {
             }
             match &plan.steps()[index] {
                 Step::Compute => {
+                    if let Some(rt) = rt.as_deref_mut() {
+                        rt.frame_started();
+                    }
                     black_box(burn_cpu(self.config.compute));
                 }
                 Step::Io => {
@@ -69,6 +76,16 @@ impl Session {
                     }
                 }
                 Step::Receive { kind, from } => self.receive_step(*kind, from)?,
+                Step::Release => {
+                    if let Some(rt) = rt.as_deref_mut() {
+                        rt.release();
+                    }
+                }
+                Step::FrameDone => {
+                    if let Some(rt) = rt.as_deref_mut() {
+                        rt.frame_done();
+                    }
+                }
             }
             self.state.engine.complete_step();
         }
@@ -147,6 +164,7 @@ impl Session {
             finished_unix_ns: window.finished_unix_ns,
             pid: std::process::id(),
             udp_drops: self.transport.kernel_drops(),
+            rt: None,
         }
     }
 }

@@ -5,6 +5,7 @@ mod error;
 mod frames;
 mod handshake;
 mod measure;
+mod rt;
 
 use std::time::Instant;
 

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::net::{TcpListener, UdpSocket};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -59,11 +60,22 @@ pub fn peers_arg(ports: &[u16]) -> String {
 
 /// Starts one rank with output captured.
 pub fn spawn_rank(rank: usize, peers: &str, args: &[String]) -> Child {
+    spawn_rank_with_env(rank, peers, args, &[])
+}
+
+/// Starts one rank with output captured and `env` added to its environment.
+pub fn spawn_rank_with_env(
+    rank: usize,
+    peers: &str,
+    args: &[String],
+    env: &[(&str, &OsStr)],
+) -> Child {
     let size = peers.split(',').count();
     Command::new(BIN)
         .args(["--rank", &rank.to_string(), "--size", &size.to_string()])
         .args(["--peers", peers])
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,11 +117,16 @@ impl RankRun {
 /// Runs `per_rank_args.len()` ranks to completion. Every test passes a
 /// short `--timeout`, which bounds how long a broken rank can hang.
 pub fn run_ranks(per_rank_args: &[Vec<String>]) -> Vec<RankRun> {
+    run_ranks_with_env(per_rank_args, &[])
+}
+
+/// [`run_ranks`] with `env` added to every rank's environment.
+pub fn run_ranks_with_env(per_rank_args: &[Vec<String>], env: &[(&str, &OsStr)]) -> Vec<RankRun> {
     let peers = peers_arg(&free_ports(per_rank_args.len()));
     let children: Vec<Child> = per_rank_args
         .iter()
         .enumerate()
-        .map(|(rank, args)| spawn_rank(rank, &peers, args))
+        .map(|(rank, args)| spawn_rank_with_env(rank, &peers, args, env))
         .collect();
     children
         .into_iter()
