@@ -152,7 +152,11 @@ if [ -n "${PREFIX_JOIN_DAEMON_ENV}" ]; then
     fi
     cmd="$COSCHED_JOIN_DAEMON $cmd"
 fi
-exec nsenter --net=/run/netns/"$netns" taskset --cpu-list "$cpu" sh -c "$cmd"
+# A session of its own, as an ssh login gives the remote command: with
+# autogroup scheduling on, each job's processes then share the CPU as one
+# group against other jobs, as they do on a real cluster (one shared session
+# would put every job's ranks in one flat run queue instead).
+exec setsid --wait nsenter --net=/run/netns/"$netns" taskset --cpu-list "$cpu" sh -c "$cmd"
 "#
         )
     }
@@ -345,7 +349,9 @@ mod tests {
             ),
             "{script}"
         );
-        assert!(script.contains("exec nsenter --net=/run/netns/\"$netns\" taskset"));
+        assert!(script.contains(
+            "exec setsid --wait nsenter --net=/run/netns/\"$netns\" taskset"
+        ));
         assert!(script.contains("export COSCHED_AGENT_SOCKET=\"$sock\""));
         assert!(script.contains("cmd=\"$COSCHED_JOIN_DAEMON $cmd\""));
     }
