@@ -199,6 +199,7 @@ impl DynamicCoscheduler {
             prio: rule.prio,
             until,
             ends_on_wait: rule.ends_on_wait,
+            wait_grace_ns: rule.wait_grace_ns,
         };
         self.apply(task, reason, out);
         true
@@ -272,14 +273,34 @@ impl DynamicCoscheduler {
             return;
         };
         managed.obs.spin_started(now);
+        // With a grace, `advance` ends the boost once the wait has lasted.
         if matches!(
             managed.hold,
             Hold::Boosted {
                 ends_on_wait: true,
+                wait_grace_ns: 0,
                 ..
             }
         ) {
             self.end_boost(task, Reason::BoostEndWaiting, out);
+        }
+    }
+
+    /// Boosted tasks whose wait outlasted the boost's grace.
+    fn end_long_waits(&mut self, out: &mut Vec<Action>) {
+        let now = self.now;
+        let waited = self.tasks_where(|m| match m.hold {
+            Hold::Boosted {
+                ends_on_wait: true,
+                wait_grace_ns,
+                ..
+            } if wait_grace_ns > 0 => {
+                m.obs.waiting_idle() && m.obs.spin_cpu_ns(now) >= wait_grace_ns
+            }
+            _ => false,
+        });
+        for task in waited {
+            self.end_hold(task, Reason::BoostEndWaiting, out);
         }
     }
 
@@ -371,6 +392,7 @@ impl DynamicCoscheduler {
                 self.end_hold(task, Reason::BoostExpired, out);
             }
         }
+        self.end_long_waits(out);
         self.end_overdue_yields(out);
         if let Some(rule) = self.rules.periodic
             && at_tick
@@ -448,7 +470,17 @@ impl LocalPolicy for DynamicCoscheduler {
         }
         for managed in self.tasks.values() {
             match managed.hold {
-                Hold::Boosted { until, .. } => consider(until),
+                Hold::Boosted {
+                    until,
+                    ends_on_wait,
+                    wait_grace_ns,
+                    ..
+                } => {
+                    consider(until);
+                    if ends_on_wait && wait_grace_ns > 0 {
+                        consider(managed.obs.spin_deadline(wait_grace_ns));
+                    }
+                }
                 Hold::Blocked { since, .. } => consider(
                     self.rules
                         .spin_wait

@@ -53,6 +53,15 @@ pub struct DcsParams {
     /// Default true: measured here, quantum boosts (false) let one job hold a
     /// CPU for long stretches and were erratic from run to run.
     pub end_on_wait: bool,
+    /// With `end_on_wait`: the boost ends only once the task has waited
+    /// (spun idle, on CPU) this long in one episode, µs. 0 (default) ends it
+    /// at the first empty wait. A task whose peers run with it gets their
+    /// answers within a few message round trips, so a grace longer than that
+    /// keeps a job that is co-running across nodes boosted through its
+    /// exchanges (no reaction per message), and still hands the CPU over as
+    /// soon as its peers stop answering: two-phase waiting applied to the
+    /// boost's end.
+    pub wait_grace_us: u64,
     /// When a quantum ends, the task yields (SCHED_IDLE) for up to this long,
     /// or until a message for it arrives, so another job takes the CPU at
     /// once instead of at the next scheduler tick. 0 = no yield (default;
@@ -73,6 +82,7 @@ impl Default for DcsParams {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: true,
+            wait_grace_us: 0,
             yield_after_quantum_us: 0,
             boost_computing: false,
         }
@@ -90,6 +100,7 @@ impl DcsParams {
             prio: self.boost_prio,
             max_ns: Some(us_to_ns(self.max_boost_us)),
             ends_on_wait: self.end_on_wait,
+            wait_grace_ns: us_to_ns(self.wait_grace_us),
         }
     }
 }

@@ -16,6 +16,9 @@ pub(crate) struct BoostRule {
     pub max_ns: Option<u64>,
     /// The boost ends when the task starts waiting again.
     pub ends_on_wait: bool,
+    /// With `ends_on_wait`: only once the task has spun this long (on-CPU
+    /// time, idle, in one episode); 0 = at its first empty wait.
+    pub wait_grace_ns: u64,
 }
 
 /// What put a boost on a task.
@@ -42,6 +45,8 @@ pub(crate) enum Hold {
         prio: u8,
         until: Option<u64>,
         ends_on_wait: bool,
+        /// See [`BoostRule::wait_grace_ns`].
+        wait_grace_ns: u64,
     },
 }
 

@@ -175,6 +175,7 @@ impl DynamicCoscheduler {
             // Lasts until the next periodic decision, or until the task has
             // done its work and waits again.
             ends_on_wait: true,
+            wait_grace_ns: 0,
         };
         for task in chosen {
             if !self.is_boosted(task) {

@@ -156,6 +156,7 @@ impl SpinWaitRule {
                 max_ns: Some(us_to_ns(params.wake_boost_us)),
                 // A woken task keeps its boost only until it waits again.
                 ends_on_wait: true,
+                wait_grace_ns: 0,
             }),
         }
     }

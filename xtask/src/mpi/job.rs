@@ -96,9 +96,10 @@ impl MpiJob {
             }
             if Instant::now() >= deadline {
                 bail!(
-                    "MPI job {} still running after {} s",
+                    "MPI job {} still running after {} s (its threads: {})",
                     self.job,
-                    timeout.as_secs_f32()
+                    timeout.as_secs_f32(),
+                    self.record_hang()
                 );
             }
             thread::sleep(Duration::from_millis(5));
@@ -118,6 +119,22 @@ impl MpiJob {
             );
         }
         Ok(finished)
+    }
+
+    /// Writes what every thread of a job that is still running past its
+    /// time is doing, twice a second apart (the CPU ticks that grow show who
+    /// spins), to a file under the temp directory; returns its path.
+    fn record_hang(&self) -> String {
+        let first = ranks::describe_threads(&self.nodes, &self.job);
+        thread::sleep(Duration::from_secs(1));
+        let second = ranks::describe_threads(&self.nodes, &self.job);
+        let dir = std::env::temp_dir().join("cosched-mpi-hangs");
+        let path = dir.join(format!("{}.txt", self.job));
+        let text = format!("# t\n{first}# t + 1 s\n{second}");
+        match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+            Ok(()) => path.display().to_string(),
+            Err(e) => format!("not recorded: {e}"),
+        }
     }
 
     fn read(&self, name: &str) -> String {

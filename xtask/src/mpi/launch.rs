@@ -349,9 +349,7 @@ mod tests {
             ),
             "{script}"
         );
-        assert!(script.contains(
-            "exec setsid --wait nsenter --net=/run/netns/\"$netns\" taskset"
-        ));
+        assert!(script.contains("exec setsid --wait nsenter --net=/run/netns/\"$netns\" taskset"));
         assert!(script.contains("export COSCHED_AGENT_SOCKET=\"$sock\""));
         assert!(script.contains("cmd=\"$COSCHED_JOIN_DAEMON $cmd\""));
     }

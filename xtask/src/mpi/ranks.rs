@@ -90,6 +90,58 @@ pub fn clean_up(nodes: &Nodes, job: &str) -> Vec<String> {
     left
 }
 
+/// Every thread of `job` on every node, one line each: pid/tid, name,
+/// state, scheduling policy and priority, on-CPU jiffies (user+system),
+/// kernel wait channel. What a job that stopped making progress was doing
+/// (which thread spins, which waits, at what priority).
+pub fn describe_threads(nodes: &Nodes, job: &str) -> String {
+    let mut out = String::new();
+    for node in &nodes.nodes {
+        let procs =
+            std::fs::read_to_string(node.job_cgroup(job).join("cgroup.procs")).unwrap_or_default();
+        for pid in procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()) {
+            let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+            for tid in tasks.into_iter().flatten().flatten() {
+                let tid = tid.file_name().to_string_lossy().to_string();
+                out.push_str(&format!(
+                    "{} {pid}/{tid} {}\n",
+                    node.name,
+                    thread_line(pid, &tid)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `comm state policy=P rt_prio=R nice=N cpu_ticks=T wchan=W` of one thread.
+fn thread_line(pid: u32, tid: &str) -> String {
+    let dir = format!("/proc/{pid}/task/{tid}");
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).unwrap_or_default();
+    let name = stat
+        .find('(')
+        .zip(stat.rfind(')'))
+        .map(|(a, b)| stat[a + 1..b].to_string())
+        .unwrap_or_default();
+    let rest: Vec<&str> = stat
+        .rfind(')')
+        .map(|b| stat[b + 1..].split_whitespace().collect())
+        .unwrap_or_default();
+    // Fields after the name, 0-based: state 0, utime 11, stime 12, nice 16,
+    // rt_priority 37, policy 38 (proc(5) numbers them from 3).
+    let field = |i: usize| rest.get(i).copied().unwrap_or("?");
+    let ticks = field(11).parse::<u64>().unwrap_or(0) + field(12).parse::<u64>().unwrap_or(0);
+    let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
+    format!(
+        "{name} {} policy={} rt_prio={} nice={} cpu_ticks={ticks} wchan={}",
+        field(0),
+        field(38),
+        field(37),
+        field(16),
+        if wchan.is_empty() { "-" } else { wchan.trim() }
+    )
+}
+
 fn populated(cgroup: &Path) -> bool {
     std::fs::read_to_string(cgroup.join("cgroup.events"))
         .map(|e| e.lines().any(|l| l == "populated 1"))

@@ -53,6 +53,7 @@ fn documented_defaults() {
             max_boost_us: 5_000,
             boost_prio: 10,
             end_on_wait: true,
+            wait_grace_us: 0,
             yield_after_quantum_us: 0,
             boost_computing: false,
         }

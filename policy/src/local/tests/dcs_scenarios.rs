@@ -275,3 +275,64 @@ fn local_baseline_never_acts() {
     assert!(h.log.is_empty() && out.is_empty());
     assert_eq!(h.policy.next_wakeup(), None);
 }
+
+/// Per-message DCS with a 100 µs wait grace.
+fn graced_dcs() -> Harness {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.wait_grace_us = 100;
+    two_tasks_t2_running_with(config)
+}
+
+#[test]
+fn with_a_wait_grace_a_boosted_task_whose_peer_answers_quickly_keeps_its_boost() {
+    let mut h = graced_dcs();
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    // Sends, then waits for the answer, which comes 40 µs later.
+    h.spin(T1, ms(2) + us(50));
+    h.receive(T1, ms(2) + us(90));
+    h.spin(T1, ms(2) + us(120));
+    h.receive(T1, ms(2) + us(210));
+    h.advance_to(ms(2) + us(300));
+    assert_eq!(h.level(T1), BOOST10, "every wait ended within the grace");
+}
+
+#[test]
+fn with_a_wait_grace_the_boost_ends_once_one_wait_outlasts_it() {
+    let mut h = graced_dcs();
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    h.spin(T1, ms(2) + us(50));
+    h.advance_to(ms(2) + us(149));
+    assert_eq!(h.level(T1), BOOST10, "99 µs of waiting: within the grace");
+    h.advance_to(ms(3));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(150), Level::Normal, Reason::BoostEndWaiting)),
+        "its peer stopped answering: the CPU is handed over at 100 µs"
+    );
+}
+
+#[test]
+fn a_wait_grace_counts_only_time_on_the_cpu() {
+    let mut h = graced_dcs();
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+    h.spin(T1, ms(2) + us(50));
+    // Preempted by another boosted task after 30 µs of waiting, for 1 ms.
+    h.preempt(T1, ms(2) + us(80));
+    h.advance_to(ms(3) + us(80));
+    assert_eq!(h.level(T1), BOOST10, "off the CPU its wait does not count");
+    h.run(T1, 0, ms(3) + us(80));
+    h.advance_to(ms(4));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(3) + us(150), Level::Normal, Reason::BoostEndWaiting))
+    );
+}
