@@ -163,14 +163,6 @@ static void report(const char *prog, const struct args *a, long iters, double el
                iters ? max_elapsed * 1e6 / iters : 0.0, max_late);
         fflush(stdout);
     }
-    /* Every rank stays in MPI until the root has both reductions. MPICH
-     * 4.0.2 over UCX TCP can leave a non-root's eager reduce contribution
-     * queued in UCX when that rank goes straight into MPI_Finalize, whose
-     * PMI barrier blocks on the proxy's socket without progressing UCX: the
-     * root then spins for ever (seen in bench mpi: root running, the other
-     * rank in unix_stream_read, under every column including plain Linux).
-     * A barrier keeps the sender progressing until its data is through. */
-    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 /* Runs `warmup` then `iters` calls of `step`, timed between the common start
