@@ -3,6 +3,7 @@
 //! changed, and a job attached through the coordinator whose ranks join
 //! with `cosched join` and are then stopped and run by gang slices.
 use std::{
+    os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, Command},
     time::{Duration, Instant},
@@ -66,12 +67,19 @@ impl Drop for Cgroup {
     }
 }
 
-/// Children the test owns, killed on drop.
+/// Children the test owns, each the leader of its own process group; the
+/// groups are killed on drop, so what a script started in the background
+/// (`sleep 600 &`) goes too instead of outliving the test.
 struct Procs(Vec<Child>);
 
 impl Procs {
     fn sh(&mut self, script: &str) -> u32 {
-        let child = Command::new("sh").arg("-c").arg(script).spawn().unwrap();
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .process_group(0)
+            .spawn()
+            .unwrap();
         let pid = child.id();
         self.0.push(child);
         pid
@@ -81,7 +89,11 @@ impl Procs {
 impl Drop for Procs {
     fn drop(&mut self) {
         for child in &mut self.0 {
-            let _ = child.kill();
+            // SAFETY: a plain syscall on the negated pid of a group this
+            // test created (the child is its leader and not yet reaped).
+            unsafe {
+                libc::kill(-(child.id() as i32), libc::SIGKILL);
+            }
             let _ = child.wait();
         }
     }
