@@ -140,10 +140,7 @@ fn per_message_dcs() -> Harness {
 #[test]
 fn boosted_task_keeps_its_quantum_across_short_waits() {
     let mut h = quantum_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     h.spin(T1, ms(2) + us(300));
     assert_eq!(h.level(T1), BOOST10, "its peer answers within microseconds");
     h.arrive(T1, ms(2) + us(310), true);
@@ -154,10 +151,7 @@ fn boosted_task_keeps_its_quantum_across_short_waits() {
 #[test]
 fn arrival_for_other_job_displaces_boosted_spinner() {
     let mut h = quantum_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     // T1's peers stopped running: it spins with nothing to do, and T2's
     // peer sends: T2's job is the one running elsewhere now.
     h.spin(T1, ms(2) + us(40));
@@ -172,10 +166,7 @@ fn arrival_for_other_job_displaces_boosted_spinner() {
 #[test]
 fn arrival_while_boosted_task_computes_queues_a_boost_behind_it() {
     let mut h = quantum_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     // T1 computes: a message for T2 does not take T1's boost away; T2 is
     // boosted at the same priority and runs when T1's quantum ends.
     h.arrive(T2, ms(3), false);
@@ -192,10 +183,7 @@ fn arrival_while_boosted_task_computes_queues_a_boost_behind_it() {
 #[test]
 fn boost_ends_when_task_consumed_message_and_waits_again() {
     let mut h = per_message_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     assert_eq!(h.level(T1), BOOST10, "still processing its message");
     h.spin(T1, ms(2) + us(300));
     assert_eq!(
@@ -276,6 +264,15 @@ fn local_baseline_never_acts() {
     assert_eq!(h.policy.next_wakeup(), None);
 }
 
+/// A message boosts T1 at 2 ms, T1 takes the CPU from T2 and has consumed
+/// it at 2.02 ms.
+fn boosted_t1_consumes_its_message(h: &mut Harness) {
+    h.arrive(T1, ms(2), false);
+    h.preempt(T2, ms(2) + us(5));
+    h.run(T1, 0, ms(2) + us(5));
+    h.receive(T1, ms(2) + us(20));
+}
+
 /// Per-message DCS with a 100 µs wait grace.
 fn graced_dcs() -> Harness {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
@@ -286,10 +283,7 @@ fn graced_dcs() -> Harness {
 #[test]
 fn with_a_wait_grace_a_boosted_task_whose_peer_answers_quickly_keeps_its_boost() {
     let mut h = graced_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     // Sends, then waits for the answer, which comes 40 µs later.
     h.spin(T1, ms(2) + us(50));
     h.receive(T1, ms(2) + us(90));
@@ -302,10 +296,7 @@ fn with_a_wait_grace_a_boosted_task_whose_peer_answers_quickly_keeps_its_boost()
 #[test]
 fn with_a_wait_grace_the_boost_ends_once_one_wait_outlasts_it() {
     let mut h = graced_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     h.spin(T1, ms(2) + us(50));
     h.advance_to(ms(2) + us(149));
     assert_eq!(h.level(T1), BOOST10, "99 µs of waiting: within the grace");
@@ -320,10 +311,7 @@ fn with_a_wait_grace_the_boost_ends_once_one_wait_outlasts_it() {
 #[test]
 fn a_wait_grace_counts_only_time_on_the_cpu() {
     let mut h = graced_dcs();
-    h.arrive(T1, ms(2), false);
-    h.preempt(T2, ms(2) + us(5));
-    h.run(T1, 0, ms(2) + us(5));
-    h.receive(T1, ms(2) + us(20));
+    boosted_t1_consumes_its_message(&mut h);
     h.spin(T1, ms(2) + us(50));
     // Preempted by another boosted task after 30 µs of waiting, for 1 ms.
     h.preempt(T1, ms(2) + us(80));
