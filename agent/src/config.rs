@@ -96,6 +96,10 @@ pub struct Config {
     /// agent. Cannot change at run time.
     #[serde(default)]
     pub coordinator: Option<crate::coord::CoordinatorConfig>,
+    /// Best-effort and real-time jobs together (`[classes]`). Switchable by
+    /// reload.
+    #[serde(default)]
+    pub classes: crate::classes::ClassesConfig,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -240,6 +244,17 @@ impl Config {
                 self.agent_priority
             ));
         }
+        self.classes.validate().map_err(ConfigError::Invalid)?;
+        let ceiling = match self.agent_priority {
+            0 => crate::guardian::PRIORITY,
+            p => p,
+        };
+        crate::classes::config::check_band(
+            self.classes.band().map_err(ConfigError::Invalid)?,
+            top_boost.min(99) as u8,
+            ceiling,
+        )
+        .map_err(|e| ConfigError::Invalid(format!("classes.rt_band: {e}")))?;
         range::check("policy_tick_us", self.policy_tick_us, 100..=100_000)
             .map_err(ConfigError::Invalid)?;
         if let Some(c) = self
@@ -423,6 +438,35 @@ mod tests {
             )
             .unwrap_err();
             assert!(e.to_string().contains("detect.spin_gap_us"), "{e}");
+        }
+    }
+
+    #[test]
+    fn classes_have_defaults_are_checked_against_boosts_and_the_agent_and_reload() {
+        let c = Config::parse("node = \"n0\"", "t").unwrap();
+        assert_eq!(c.classes, crate::classes::ClassesConfig::default());
+        let ps = Config::parse(
+            "node = \"n0\"\n[classes]\nmode = \"ps\"\nratio = \"3:1\"\nrt_band = [30, 45]\nedf = \"deadline\"\nbudget_slack_percent = 5\nps_sleeper_credit_us = 100",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(ps.classes.mode, crate::classes::LocalClassMode::Ps);
+        c.check_reload(&ps).unwrap();
+        for (extra, want) in [
+            (
+                "agent_priority = 30\n[classes]\nrt_band = [21, 39]",
+                "below the agent",
+            ),
+            (
+                "[pb]\nboost_prio = 25\n[classes]\nrt_band = [21, 39]",
+                "above every",
+            ),
+            ("[classes]\nratio = \"1:0\"", "classes.ratio"),
+            ("[classes]\nmode = \"tdm\"", "mode"),
+            ("[classes]\nbogus = 1", "bogus"),
+        ] {
+            let e = Config::parse(&format!("node = \"n0\"\n{extra}"), "t").unwrap_err();
+            assert!(e.to_string().contains(want), "{extra}: {e}");
         }
     }
 

@@ -76,12 +76,15 @@ pub fn launcher_id(log_dir: &Path) -> String {
         .to_string()
 }
 
-/// Spawns the gate for one rank of a job. `log_dir` receives its stdout/stderr.
+/// Spawns the gate for one rank of a job. `log_dir` receives its
+/// stdout/stderr; `rt_dir`, for an RT job, is where its processes report
+/// their frames (`COSCHED_RT_DIR`, over anything the spec's env says).
 pub fn spawn_gated(
     spec: &JobSpec,
     node: &str,
     cpus: &[u32],
     log_dir: &Path,
+    rt_dir: Option<&Path>,
 ) -> anyhow::Result<Gated> {
     // The gate would fail the same way, but only into the rank's stderr file.
     crate::program::find(&spec.command, spec.env.get("PATH").map(String::as_str))
@@ -113,6 +116,7 @@ pub fn spawn_gated(
         .envs(spec.cosched_env(node))
         .envs(&spec.env)
         .env(cosched_proto::job::env::LAUNCHER, launcher_id(log_dir))
+        .envs(rt_dir.map(|dir| (cosched_agent_common::rt_frames::DIR_ENV, dir)))
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -10,10 +10,12 @@
 //! - [`daemon`], [`launch`], [`control`], [`metrics`], [`config`], [`limits`]: the async edge.
 //! - [`guardian`], [`lifeline`], [`threads`]: undoing everything when the agent dies.
 //! - [`rt_frames`]: reading the frame counters real-time processes report
-//!   through the `cosched-rt` client library.
+//!   through the `cosched-rt` client library; [`classes`]: BE and RT jobs
+//!   together (frame accounting, the class overlay's decisions).
 //! - [`coord`]: the optional link to the coordinator (gang slices, jobs);
 //!   [`program`] and [`leftovers`] answer its program checks and reap orders.
 pub mod adoption;
+pub mod classes;
 pub mod config;
 pub mod control;
 pub mod coord;

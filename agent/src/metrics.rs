@@ -47,12 +47,32 @@ pub struct Metrics {
     agent_cpu: prometheus::Counter,
     pub reaction_latency: prometheus::Histogram,
     pub decisions: IntCounterVec,
+    rt_frames: IntCounterVec,
+    rt_expected: IntCounterVec,
+    rt_missed: IntCounterVec,
+    rt_overruns: IntCounterVec,
+    rt_miss_rate: prometheus::GaugeVec,
+    /// RT tasks by how the class overlay realises them now.
+    pub rt_tasks: prometheus::IntGaugeVec,
+    pub rt_deadline_refused: IntCounter,
+    /// 1 for the class running now (both 0 without a class mode).
+    pub class_running: prometheus::IntGaugeVec,
     /// Last totals exported per job, to turn totals into counter increments.
     last_job: HashMap<JobId, JobStats>,
+    last_rt: HashMap<JobId, RtCounts>,
     last_prog: HashMap<String, ProgramCost>,
     last_drops: [u64; 3],
     last_forced: u64,
     last_agent_cpu: f64,
+}
+
+/// What an RT job counted so far, as exported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtCounts {
+    pub frames: u64,
+    pub expected: u64,
+    pub missed: u64,
+    pub overruns: u64,
 }
 
 fn reg<T: prometheus::core::Collector + Clone + 'static>(r: &Registry, m: T) -> T {
@@ -120,8 +140,17 @@ impl Metrics {
             ).expect("valid metric")),
             decisions: icv("cosched_policy_decisions_total", "Level changes the local policy decided, by reason.", &["reason"]),
             agent_cpu: reg(&r, prometheus::Counter::new("cosched_agent_cpu_seconds_total", "CPU time used by the agent process itself.").expect("valid metric")),
+            rt_frames: icv("cosched_rt_frames_total", "Frames the RT job's processes on this node reported (read from their frame counters).", job),
+            rt_expected: icv("cosched_rt_frames_expected_total", "Frames due in the RT job's closed windows (b per window and process).", job),
+            rt_missed: icv("cosched_rt_frames_missed_total", "Frames the RT job's processes missed in closed windows (b - n per window with n < b).", job),
+            rt_overruns: icv("cosched_rt_overruns_total", "Windows in which an RT process of the job used more CPU than its budget (it was throttled until the window ended).", job),
+            rt_miss_rate: reg(&r, prometheus::GaugeVec::new(Opts::new("cosched_rt_miss_rate", "Missed over expected frames of the RT job, over every closed window so far (cumulative)."), job).expect("valid metric")),
+            rt_tasks: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_rt_tasks", "RT tasks by how the class overlay realises them now: fifo (EDF priority), deadline (SCHED_DEADLINE), held (SCHED_IDLE: satisfied, throttled or outside its class's turn), none (no class mode)."), &["sched"]).expect("valid metric")),
+            rt_deadline_refused: reg(&r, IntCounter::new("cosched_rt_deadline_refused_total", "RT tasks the kernel refused SCHED_DEADLINE to (they run by EDF-ordered SCHED_FIFO priority instead).").expect("valid metric")),
+            class_running: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_class_running", "1 for the class the node runs now (rt or be: the 2DCS-TDM division, or 2DCS-PS's choice); both 0 without a class mode."), &["class"]).expect("valid metric")),
             registry: r,
             last_job: HashMap::new(),
+            last_rt: HashMap::new(),
             last_prog: HashMap::new(),
             last_drops: [0; 3],
             last_forced: 0,
@@ -185,11 +214,46 @@ impl Metrics {
         *prev = *t;
     }
 
+    /// Exports an RT job's frame counts as counter increments.
+    pub fn update_rt_job(&mut self, id: JobId, name: &str, now: RtCounts) {
+        let prev = self.last_rt.entry(id).or_default();
+        let ids = id.to_string();
+        let l = [ids.as_str(), name];
+        for (metric, (after, before)) in [
+            (&self.rt_frames, (now.frames, prev.frames)),
+            (&self.rt_expected, (now.expected, prev.expected)),
+            (&self.rt_missed, (now.missed, prev.missed)),
+            (&self.rt_overruns, (now.overruns, prev.overruns)),
+        ] {
+            metric
+                .with_label_values(&l)
+                .inc_by(after.saturating_sub(before));
+        }
+        let rate = if now.expected == 0 {
+            0.0
+        } else {
+            now.missed as f64 / now.expected as f64
+        };
+        self.rt_miss_rate.with_label_values(&l).set(rate);
+        *prev = now;
+    }
+
     /// Removes a forgotten job's series.
     pub fn remove_job(&mut self, id: JobId, name: &str) {
         self.last_job.remove(&id);
         let ids = id.to_string();
         let l = [ids.as_str(), name];
+        if self.last_rt.remove(&id).is_some() {
+            for metric in [
+                &self.rt_frames,
+                &self.rt_expected,
+                &self.rt_missed,
+                &self.rt_overruns,
+            ] {
+                let _ = metric.remove_label_values(&l);
+            }
+            let _ = self.rt_miss_rate.remove_label_values(&l);
+        }
         let _ = self.job_cpu.remove_label_values(&l);
         let _ = self.job_spin.remove_label_values(&l);
         let _ = self.job_messages.remove_label_values(&l);
@@ -357,6 +421,31 @@ mod tests {
             text.contains("cosched_agent_events_total{kind=\"exit\"} 0"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn rt_frames_are_counted_per_job_with_a_cumulative_miss_rate() {
+        let mut m = Metrics::new();
+        let counts = RtCounts {
+            frames: 30,
+            expected: 40,
+            missed: 10,
+            overruns: 1,
+        };
+        m.update_rt_job(5, "video", counts);
+        m.update_rt_job(5, "video", counts);
+        let text = m.render();
+        for want in [
+            "cosched_rt_frames_total{job=\"video\",job_id=\"5\"} 30",
+            "cosched_rt_frames_expected_total{job=\"video\",job_id=\"5\"} 40",
+            "cosched_rt_frames_missed_total{job=\"video\",job_id=\"5\"} 10",
+            "cosched_rt_overruns_total{job=\"video\",job_id=\"5\"} 1",
+            "cosched_rt_miss_rate{job=\"video\",job_id=\"5\"} 0.25",
+        ] {
+            assert!(text.contains(want), "{want} missing:\n{text}");
+        }
+        m.remove_job(5, "video");
+        assert!(!m.render().contains("job_id=\"5\""));
     }
 
     #[test]

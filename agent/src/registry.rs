@@ -75,6 +75,8 @@ pub struct Job {
     /// Processes a cgroup job saw but could not take (refused, or held by
     /// another job), so each is logged once.
     pub passed_over: BTreeSet<u32>,
+    /// A real-time job: its spec and frame accounting (None: best effort).
+    pub rt: Option<crate::classes::RtJob>,
     /// Order in which jobs finished, for retention.
     finished_seq: u64,
 }
@@ -121,6 +123,10 @@ pub struct TaskState {
     pub wanted: Option<(Level, Reason)>,
     /// How the task is realised now: level, attributes, cgroup, watch flags.
     pub realised: Realisation,
+    /// On-CPU time (eBPF) already credited to its RT process's windows.
+    pub rt_cpu_ns: u64,
+    /// The kernel refused it SCHED_DEADLINE: it runs EDF by FIFO priority.
+    pub deadline_refused: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -193,6 +199,10 @@ impl Registry {
 
     pub fn job_mut(&mut self, id: JobId) -> Option<&mut Job> {
         self.jobs.get_mut(&id)
+    }
+
+    pub fn jobs_mut(&mut self) -> impl Iterator<Item = &mut Job> {
+        self.jobs.values_mut()
     }
 
     pub fn task(&self, tid: u32) -> Option<&TaskState> {
@@ -279,6 +289,7 @@ impl Registry {
                 cancelled: false,
                 to_node: false,
                 passed_over: BTreeSet::new(),
+                rt: None,
                 finished_seq: 0,
             },
         );
@@ -299,6 +310,8 @@ impl Registry {
                 tgid,
                 wanted: None,
                 realised,
+                rt_cpu_ns: 0,
+                deadline_refused: false,
             },
         );
         true
@@ -392,6 +405,16 @@ impl Registry {
             stats,
             stdout: j.stdout.clone(),
             stderr: j.stderr.clone(),
+            class: j.rt.as_ref().map_or_else(
+                || "be".into(),
+                |rt| {
+                    format!(
+                        "rt:{}:{}:{}",
+                        rt.spec.period_ns, rt.spec.frames, rt.spec.work_ns
+                    )
+                },
+            ),
+            rt: None,
         }
     }
 }

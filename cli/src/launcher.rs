@@ -149,13 +149,17 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
             name,
             job_id,
             move_to_node,
-        } => match node::attach_target(cgroup, pid) {
-            Ok(target) => AgentRequest::Attach {
+            class,
+        } => match node::attach_target(cgroup, pid)
+            .and_then(|target| Ok((target, cosched_proto::class::parse_class(&class)?)))
+        {
+            Ok((target, class)) => AgentRequest::Attach {
                 job_id,
                 name,
                 target,
                 sched: None,
                 move_to_node,
+                class,
             },
             Err(message) => {
                 eprintln!("cosched: {message}");

@@ -181,6 +181,12 @@ enum NodeAction {
         /// of refusing them.
         #[arg(long)]
         move_to_node: bool,
+        /// `be` or `rt:<period_ns>:<frames>:<work_ns>`: the agent counts an
+        /// RT job's frames (its processes report them with cosched-rt into
+        /// their `COSCHED_RT_DIR`, or /run/cosched/rt) and, in a class mode,
+        /// runs it by EDF.
+        #[arg(long, default_value = "be")]
+        class: String,
     },
     /// Hand a job back: every task gets back what the agent changed; its
     /// processes keep running.

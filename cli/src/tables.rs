@@ -242,12 +242,37 @@ pub fn agent_jobs(jobs: &[JobInfo]) -> String {
                         .collect::<Vec<_>>()
                         .join(",")
                 },
+                job.class.clone(),
+                rt_summary(job),
             ]
         })
         .collect();
     render(
-        &["JOB", "NAME", "RANK", "STATE", "TASKS", "CPU_S", "PIDS"],
+        &[
+            "JOB", "NAME", "RANK", "STATE", "TASKS", "CPU_S", "PIDS", "CLASS", "FRAMES",
+        ],
         &rows,
+    )
+}
+
+/// An RT job's frames: reported, missed of expected over closed windows
+/// (miss rate), and each process's state in its open window.
+fn rt_summary(job: &JobInfo) -> String {
+    let Some(rt) = &job.rt else {
+        return "-".into();
+    };
+    let states: Vec<String> = rt
+        .processes
+        .iter()
+        .map(|p| format!("{}:{}/{}", p.pid, p.state, p.sched))
+        .collect();
+    format!(
+        "{} done, {}/{} missed ({:.1}%) {}",
+        rt.frames,
+        rt.missed,
+        rt.expected,
+        rt.miss_rate * 100.0,
+        states.join(",")
     )
 }
 
@@ -339,9 +364,39 @@ mod tests {
         let table = agent_jobs(&[job]);
         assert!(table.starts_with("JOB"), "{table}");
         assert!(
-            table.contains("1073741824  mpi   0     running  3      1.50   10,11"),
+            table.contains("1073741824  mpi   0     running  3      1.50   10,11  be     -"),
             "{table}"
         );
         assert_eq!(agent_jobs(&[]), "no jobs\n");
+    }
+
+    #[test]
+    fn agent_jobs_show_an_rt_jobs_frames_and_process_states() {
+        let mut job: JobInfo = serde_json::from_str(
+            r#"{"job_id":3,"name":"video","rank":0,"state":{"state":"running"},
+                "pids":[10],"live_tasks":1,"stats":{"cpu_seconds":0.5,"spin_seconds":0,
+                "messages_observed":0,"receives":0,"empty_receives":0,"sends":0,
+                "switches_in":0,"switches_voluntary":0,"switches_preempted":0},
+                "stdout":null,"stderr":null,"class":"rt:10000000:2:1000000"}"#,
+        )
+        .unwrap();
+        job.rt = Some(cosched_proto::control::RtJobInfo {
+            frames: 40,
+            expected: 40,
+            missed: 2,
+            miss_rate: 0.05,
+            processes: vec![cosched_proto::control::RtProcessInfo {
+                pid: 10,
+                state: "due".into(),
+                sched: "fifo".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        let table = agent_jobs(&[job]);
+        assert!(
+            table.contains("rt:10000000:2:1000000  40 done, 2/40 missed (5.0%) 10:due/fifo"),
+            "{table}"
+        );
     }
 }

@@ -37,6 +37,7 @@ pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) 
             peers: peers.clone(),
             cpus: vec![],
             sched: None,
+            class: cosched_proto::wire::JobClass::BestEffort,
         })
         .collect()
 }

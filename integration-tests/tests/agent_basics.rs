@@ -177,6 +177,7 @@ fn malformed_control_requests_get_clear_errors_and_the_agent_keeps_serving() {
                 pids: vec![999_999_999],
                 sched: None,
                 move_to_node: false,
+                class: cosched_proto::wire::JobClass::BestEffort,
             },
             "no such process",
         ),

@@ -139,6 +139,7 @@ fn attach(agent: &TestAgent, target: AttachTarget, sched: Option<SchedRequest>) 
         target,
         sched,
         move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
     }) {
         Ok(Reply::Attached { job_id, tasks }) => (job_id, tasks),
         other => panic!("attach: {other:?}\n{}", agent.log()),
@@ -266,6 +267,7 @@ fn bad_attach_and_join_input_is_refused_clearly_and_changes_nothing() {
                 target: target.clone(),
                 sched: None,
                 move_to_node: false,
+                class: cosched_proto::wire::JobClass::BestEffort,
             })
             .unwrap_err();
         assert!(error.contains(&why), "{target:?}: {error}");
@@ -281,6 +283,7 @@ fn bad_attach_and_join_input_is_refused_clearly_and_changes_nothing() {
             target: AttachTarget::Cgroup(cgroup.0.display().to_string()),
             sched: Some(SchedRequest::Nice { nice: 9 }),
             move_to_node: false,
+            class: cosched_proto::wire::JobClass::BestEffort,
         })
         .unwrap_err();
     assert!(error.contains("already managed"), "{error}");

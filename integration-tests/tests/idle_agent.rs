@@ -81,6 +81,7 @@ fn sleeping_jobs(policy: &str) {
             pids: vec![sleeper.pid()],
             sched: None,
             move_to_node: false,
+            class: cosched_proto::wire::JobClass::BestEffort,
         });
         assert!(
             matches!(reply, Ok(Reply::Adopted { tasks: 1, .. })),

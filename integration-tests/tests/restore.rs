@@ -22,6 +22,7 @@ fn adopt(agent: &TestAgent, job_id: u32, pid: u32, sched: SchedRequest) {
         pids: vec![pid],
         sched: Some(sched),
         move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
     });
     assert!(
         matches!(r, Ok(Reply::Adopted { .. })),
@@ -63,6 +64,7 @@ fn sigterm_restores_every_task_the_agent_changed() {
         peers: vec![],
         cpus: vec![],
         sched: Some(SchedRequest::Rr { priority: 3 }),
+        class: cosched_proto::wire::JobClass::BestEffort,
     });
     assert_eq!(
         sched_of(a.pid()).unwrap(),
@@ -192,6 +194,7 @@ fn a_process_moved_onto_the_node_is_refused_unless_asked_and_widened_back_on_exi
             pids: vec![s.pid()],
             sched: None,
             move_to_node,
+            class: cosched_proto::wire::JobClass::BestEffort,
         })
     };
     let refused = adopt(false);

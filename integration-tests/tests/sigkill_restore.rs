@@ -81,6 +81,7 @@ fn adopt(agent: &TestAgent, pids: &[u32], sched: Option<SchedRequest>) {
         pids: pids.to_vec(),
         sched,
         move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
     });
     assert!(
         matches!(r, Ok(Reply::Adopted { .. })),

@@ -232,6 +232,7 @@ fn spin_block_over_a_task_that_checks_then_computes(gap_us: Option<u64>) -> (Tes
         pids: vec![helper.pid()],
         sched: None,
         move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
     });
     assert!(
         matches!(reply, Ok(Reply::Adopted { .. })),

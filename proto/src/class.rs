@@ -90,6 +90,43 @@ pub fn parse_class(text: &str) -> Result<JobClass, String> {
     }
 }
 
+impl fmt::Display for JobClass {
+    /// The text [`parse_class`] reads back: `be` or `rt:<period_ns>:<frames>:<work_ns>`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            JobClass::BestEffort => f.write_str("be"),
+            JobClass::RealTime {
+                period_ns,
+                frames,
+                work_ns,
+            } => write!(f, "rt:{period_ns}:{frames}:{work_ns}"),
+        }
+    }
+}
+
+/// Best effort: the class of a job that names none.
+pub fn best_effort() -> JobClass {
+    JobClass::BestEffort
+}
+
+/// A class as its text in JSON (`"class": "rt:10000000:2:1000000"`), for
+/// the control socket's job specs and requests:
+/// `#[serde(default = "best_effort", with = "crate::class::text")]`.
+pub mod text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    use super::{JobClass, parse_class};
+
+    pub fn serialize<S: Serializer>(class: &JobClass, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(class)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<JobClass, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse_class(&text).map_err(D::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +185,19 @@ mod tests {
                 .to_string()
                 .contains("<period_ns>:<frames>:<work_ns>")
         );
+    }
+
+    #[test]
+    fn a_class_prints_as_the_text_that_parses_back() {
+        for class in [
+            JobClass::BestEffort,
+            JobClass::RealTime {
+                period_ns: 5_000_000,
+                frames: 4,
+                work_ns: 1_000_000,
+            },
+        ] {
+            assert_eq!(parse_class(&class.to_string()), Ok(class));
+        }
     }
 }

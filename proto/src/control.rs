@@ -10,6 +10,7 @@ use crate::{
     job::{JobId, JobSpec, SchedRequest},
     jsonl::{LineClient, LineError},
     strict,
+    wire::JobClass,
 };
 
 /// Largest request or reply line accepted, so a bad client cannot make the
@@ -39,6 +40,10 @@ pub enum Request {
         /// back when the job is handed back) instead of refusing them.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         move_to_node: bool,
+        /// `be` (the default) or `rt:<period_ns>:<frames>:<work_ns>`, as in
+        /// a job spec.
+        #[serde(default = "crate::class::best_effort", with = "crate::class::text")]
+        class: JobClass,
     },
     /// Manage a job that something else launched: every task of a
     /// cgroup-v2 directory (now and later; tasks that leave are released),
@@ -53,6 +58,8 @@ pub enum Request {
         sched: Option<SchedRequest>,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         move_to_node: bool,
+        #[serde(default = "crate::class::best_effort", with = "crate::class::text")]
+        class: JobClass,
     },
     /// Add process `pid` and its descendants (and later forks) to a running
     /// job that takes joins: one the coordinator told this agent to expect
@@ -171,6 +178,58 @@ pub struct JobInfo {
     /// Where the launched process's stdout / stderr go, if launched.
     pub stdout: Option<String>,
     pub stderr: Option<String>,
+    /// `be` or `rt:<period_ns>:<frames>:<work_ns>`.
+    #[serde(default = "default_class")]
+    pub class: String,
+    /// Frame accounting of a real-time job (None for best effort).
+    #[serde(default)]
+    pub rt: Option<RtJobInfo>,
+}
+
+fn default_class() -> String {
+    "be".into()
+}
+
+/// What the agent counted for a real-time job on this node. Windows are
+/// the job's b·d windows, aligned to its start on this node; only closed
+/// windows are judged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RtJobInfo {
+    /// Frames its processes reported (also in windows not closed yet).
+    pub frames: u64,
+    /// Closed windows, summed over its processes.
+    pub windows: u64,
+    /// b per closed window.
+    pub expected: u64,
+    /// min(n, b) per closed window.
+    pub met: u64,
+    /// b − n per closed window with n < b.
+    pub missed: u64,
+    /// missed / expected over every closed window (0 before the first).
+    pub miss_rate: f64,
+    /// Windows in which a process used more CPU than its budget.
+    pub overruns: u64,
+    /// 95th percentile of the CPU time per frame the processes measured
+    /// (recent frames), ns; None before any was measured.
+    pub frame_work_p95_ns: Option<u64>,
+    pub processes: Vec<RtProcessInfo>,
+}
+
+/// One process of a real-time job.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RtProcessInfo {
+    pub pid: u32,
+    /// In its open window: `due` (frames still due), `satisfied` (its b
+    /// frames are done), `throttled` (it used more than its budget).
+    pub state: String,
+    /// Frames in its open window (n).
+    pub frames_in_window: u64,
+    /// How the agent runs it while its class runs and frames are due:
+    /// `fifo` (an EDF-ordered SCHED_FIFO priority), `deadline`
+    /// (SCHED_DEADLINE), or `none` (no class mode: the local policy).
+    pub sched: String,
+    /// Why its frame counter is not read (None: read, or not created yet).
+    pub counter_error: Option<String>,
 }
 
 /// Per-job totals over all of its tasks, live and exited, as observed by eBPF.
@@ -231,6 +290,10 @@ pub struct AgentStatus {
     /// Detectors this kernel cannot run, each with the reason.
     #[serde(default)]
     pub wait_detectors_inactive: Vec<String>,
+    /// How the BE and RT classes share the node: `off`, `tdm x:y (rt
+    /// division)`, `ps x:y`; and which EDF realisation RT tasks get.
+    #[serde(default)]
+    pub classes: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -318,6 +381,11 @@ mod tests {
                 pids: vec![2],
                 sched: Some(SchedRequest::Idle),
                 move_to_node: false,
+                class: JobClass::RealTime {
+                    period_ns: 1_000_000,
+                    frames: 2,
+                    work_ns: 100_000,
+                },
             },
             Request::Attach {
                 job_id: None,
@@ -325,6 +393,7 @@ mod tests {
                 target: AttachTarget::Cgroup("/x".into()),
                 sched: None,
                 move_to_node: true,
+                class: JobClass::BestEffort,
             },
             Request::Attach {
                 job_id: Some(4),
@@ -332,6 +401,7 @@ mod tests {
                 target: AttachTarget::PidTree(9),
                 sched: None,
                 move_to_node: false,
+                class: JobClass::BestEffort,
             },
             Request::Join {
                 job_id: 4,

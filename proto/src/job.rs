@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::strict;
+use crate::{strict, wire::JobClass};
 
 /// Identifier of a job, unique within a cluster (assigned by the coordinator,
 /// or by whoever talks to an agent directly). 0 is reserved for "no job".
@@ -57,6 +57,12 @@ pub struct JobSpec {
     /// through its restore-tracked action path, undone when the agent exits).
     #[serde(default)]
     pub sched: Option<SchedRequest>,
+    /// Best effort (`"be"`, the default) or real time
+    /// (`"rt:<period_ns>:<frames>:<work_ns>"`, the syntax of
+    /// [`crate::class::parse_class`]): the agent counts an RT job's frames
+    /// and, in a class mode, schedules it by EDF.
+    #[serde(default = "crate::class::best_effort", with = "crate::class::text")]
+    pub class: JobClass,
 }
 
 fn one() -> u32 {
@@ -174,6 +180,11 @@ mod tests {
             peers: vec!["10.0.0.1:5000".into(), "10.0.0.2:5000".into()],
             cpus: vec![1],
             sched: Some(SchedRequest::Nice { nice: 5 }),
+            class: JobClass::RealTime {
+                period_ns: 10_000_000,
+                frames: 2,
+                work_ns: 1_000_000,
+            },
         }
     }
 
@@ -183,6 +194,18 @@ mod tests {
         s.validate().unwrap();
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(serde_json::from_str::<JobSpec>(&j).unwrap(), s);
+    }
+
+    #[test]
+    fn the_class_is_its_text_and_best_effort_by_default() {
+        let j = serde_json::to_value(spec()).unwrap();
+        assert_eq!(j["class"], "rt:10000000:2:1000000");
+        let plain: JobSpec =
+            serde_json::from_str(r#"{"job_id":1,"name":"a","command":"x"}"#).unwrap();
+        assert_eq!(plain.class, JobClass::BestEffort);
+        let bad = r#"{"job_id":1,"name":"a","command":"x","class":"rt:1:2"}"#;
+        let e = serde_json::from_str::<JobSpec>(bad).unwrap_err();
+        assert!(e.to_string().contains("rt:<period_ns>"), "{e}");
     }
 
     #[test]

@@ -1,19 +1,10 @@
 //! A coordinator's `LaunchJob` as the agent's own job spec.
 
-use cosched_proto::{
-    job::JobSpec,
-    wire::{JobClass, LaunchJob},
-};
+use cosched_proto::{job::JobSpec, wire::LaunchJob};
 
-/// The spec the agent launches for `launch`. Real-time classes are not
-/// enforced by the agent yet: such ranks run best-effort (logged).
+/// The spec the agent launches for `launch`, its class included (the
+/// agent counts an RT rank's frames and, in a class mode, runs it by EDF).
 pub fn job_spec(launch: &LaunchJob) -> JobSpec {
-    if let JobClass::RealTime { .. } = launch.class {
-        tracing::warn!(
-            job = launch.job_id,
-            "real-time class requested; this agent runs the rank best-effort"
-        );
-    }
     JobSpec {
         job_id: launch.job_id,
         name: launch.name.clone(),
@@ -25,12 +16,15 @@ pub fn job_spec(launch: &LaunchJob) -> JobSpec {
         peers: launch.peers.clone(),
         cpus: launch.cpus.clone(),
         sched: None,
+        class: launch.class.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use cosched_proto::wire::JobClass;
 
     use super::*;
 
@@ -54,5 +48,16 @@ mod tests {
         assert_eq!(spec.peers, launch.peers);
         assert_eq!((spec.rank, spec.size, spec.job_id), (1, 2, 4));
         assert_eq!(spec.env["A"], "b");
+        assert_eq!(spec.class, JobClass::BestEffort);
+        let rt = JobClass::RealTime {
+            period_ns: 10_000_000,
+            frames: 2,
+            work_ns: 1_000_000,
+        };
+        let spec = job_spec(&LaunchJob {
+            class: rt.clone(),
+            ..launch
+        });
+        assert_eq!(spec.class, rt, "the class carries over");
     }
 }

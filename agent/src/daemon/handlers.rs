@@ -1,7 +1,10 @@
 //! What the daemon does for a request, a reaped process or the coordinator:
 //! everything between the sockets and the engine's intent methods. Generic
 //! over the kernel so it is unit-tested against the fake one.
-use std::{path::PathBuf, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::Context as _;
 use cosched_proto::{
@@ -248,9 +251,10 @@ impl<K: Kernel> Daemon<K> {
                 pids,
                 sched,
                 move_to_node,
+                class,
             } => match self
                 .engine
-                .adopt_with(job_id, &name, &pids, sched, move_to_node)
+                .adopt_with(job_id, &name, &pids, sched, move_to_node, &class)
             {
                 Ok(tasks) => Response::Ok(Reply::Adopted { job_id, tasks }),
                 Err(e) => Response::Error(e.to_string()),
@@ -261,12 +265,14 @@ impl<K: Kernel> Daemon<K> {
                 target,
                 sched,
                 move_to_node,
+                class,
             } => match self.engine.attach(AttachRequest {
                 job_id,
                 name,
                 target,
                 sched,
                 move_to_node,
+                class,
             }) {
                 Ok((job_id, tasks)) => {
                     tracing::info!(job = job_id, tasks, "attached");
@@ -347,7 +353,14 @@ impl<K: Kernel> Daemon<K> {
             .map_err(|e| anyhow::anyhow!("invalid job spec: {e}"))?;
         self.engine
             .reserve_job(spec.job_id, &spec.name, spec.rank, spec.sched)?;
-        match self.start_gated(&spec) {
+        let rt_dir = match self.engine.set_job_class(spec.job_id, &spec.class, true) {
+            Ok(dir) => dir,
+            Err(e) => {
+                self.engine.unreserve_job(spec.job_id);
+                return Err(e.into());
+            }
+        };
+        match self.start_gated(&spec, rt_dir.as_deref()) {
             Ok(pid) => Ok((spec.job_id, pid)),
             Err(e) => {
                 self.engine.unreserve_job(spec.job_id);
@@ -356,13 +369,15 @@ impl<K: Kernel> Daemon<K> {
         }
     }
 
-    fn start_gated(&mut self, spec: &JobSpec) -> anyhow::Result<u32> {
+    /// `rt_dir`: an RT job's counter directory (its `COSCHED_RT_DIR`).
+    fn start_gated(&mut self, spec: &JobSpec, rt_dir: Option<&Path>) -> anyhow::Result<u32> {
         let cfg = self.engine.cfg();
         let mut g = launch::spawn_gated(
             spec,
             &cfg.node,
             &self.engine.node_cpus(),
             &launch::log_dir(&cfg.state_dir),
+            rt_dir,
         )?;
         let cgroup = cfg
             .cgroup_root

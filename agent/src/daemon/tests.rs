@@ -49,6 +49,7 @@ fn adopt(job_id: u32, pids: Vec<u32>) -> Request {
         pids,
         sched: None,
         move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
     }
 }
 

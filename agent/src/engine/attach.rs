@@ -25,6 +25,7 @@ use std::{
 use cosched_proto::{
     control::{AttachTarget, JobState, LOCAL_JOB_IDS},
     job::{JobId, SchedRequest},
+    wire::JobClass,
 };
 
 use super::{Engine, EngineError};
@@ -50,6 +51,7 @@ pub struct AttachRequest {
     pub target: AttachTarget,
     pub sched: Option<SchedRequest>,
     pub move_to_node: bool,
+    pub class: JobClass,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -69,6 +71,7 @@ impl<K: Kernel> Engine<K> {
             AttachTarget::PidTree(root) => {
                 let pids = self.checked_tree(root, None, to_node)?;
                 self.reserve_job(id, &req.name, 0, req.sched)?;
+                self.classify_reserved(id, &req.class)?;
                 self.set_membership(id, Membership::Trees, to_node);
                 match self.take_tree(id, root, &pids, to_node) {
                     Ok(n) => Ok((id, n)),
@@ -88,6 +91,7 @@ impl<K: Kernel> Engine<K> {
                     self.check_process(pid, None, to_node)?;
                 }
                 self.reserve_job(id, &req.name, 0, req.sched)?;
+                self.classify_reserved(id, &req.class)?;
                 self.set_membership(id, Membership::Cgroup(dir), to_node);
                 let mut n = 0;
                 for (pid, tids) in processes {

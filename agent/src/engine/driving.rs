@@ -9,23 +9,33 @@ use crate::kernel::Kernel;
 const LATE_TICK_NS: u64 = 20_000_000;
 
 impl<K: Kernel> Engine<K> {
-    /// When the policy next needs [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
+    /// When the policy, or the RT tick (frame counters and the class
+    /// decision, while RT processes are managed), next needs
+    /// [`Self::policy_tick`] (CLOCK_MONOTONIC ns).
     pub fn next_policy_tick(&self) -> Option<u64> {
         if self.reg.task_count() == 0 {
             // Nothing to look at: a task adopted later starts the ticks.
             return None;
         }
-        self.driver.next_wakeup()
+        match (self.driver.next_wakeup(), self.next_rt_tick()) {
+            (Some(policy), Some(rt)) => Some(policy.min(rt)),
+            (policy, rt) => policy.or(rt),
+        }
     }
 
     /// The policy's observation tick: counters of the managed tasks and who
-    /// runs on the node's CPUs, then the policy's timers.
+    /// runs on the node's CPUs, then the policy's timers; and the RT tick
+    /// when it is due.
     pub fn policy_tick(&mut self) {
-        if !self.driver.active() {
+        let now = self.k.now_ns();
+        let rt_due = self.next_rt_tick().is_some_and(|due| due <= now);
+        let policy = self.driver.active();
+        if !policy && !rt_due {
             return;
         }
-        let now = self.k.now_ns();
-        self.note_late_tick(now);
+        if policy {
+            self.note_late_tick(now);
+        }
         // One lookup per managed task (walking the map would cost two
         // syscalls per entry plus one): this runs every tick.
         let mut live = Vec::with_capacity(self.reg.task_count());
@@ -43,8 +53,13 @@ impl<K: Kernel> Engine<K> {
                 s.on_cpu = 1;
             }
         }
-        self.driver.tick(now, &live, &holders);
-        self.apply_policy_actions(None);
+        if policy {
+            self.driver.tick(now, &live, &holders);
+            self.apply_policy_actions(None);
+        }
+        if rt_due {
+            self.rt_tick(now, &live);
+        }
     }
 
     /// A tick far behind its schedule means the agent itself did not get

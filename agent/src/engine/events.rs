@@ -79,6 +79,10 @@ impl<K: Kernel> Engine<K> {
         let now = self.k.now_ns();
         self.driver.task_added(child, job, now);
         self.apply_policy_actions(None);
+        if child == tgid {
+            // A new process of the job: of an RT job, another RT process.
+            self.rt_process_added(job, child);
+        }
         self.realize(child, None);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
     }

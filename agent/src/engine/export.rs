@@ -1,15 +1,29 @@
 //! What the engine shows: Prometheus series and the agent's status.
-use cosched_policy::local::fcs::classify::FcsClass;
+use cosched_policy::{classes::Class, local::fcs::classify::FcsClass};
 use cosched_proto::control::AgentStatus;
 
 use super::Engine;
-use crate::kernel::Kernel;
+use crate::{
+    classes::RtLevel,
+    kernel::{Kernel, SchedPolicy},
+};
 
 impl<K: Kernel> Engine<K> {
     pub(super) fn export_metrics(&mut self, agent_cpu_seconds: f64) {
         for j in self.reg.jobs() {
             self.metrics.update_job(j.id, &j.name, &j.totals);
+            if let Some(rt) = &j.rt {
+                let t = rt.totals();
+                let counts = crate::metrics::RtCounts {
+                    frames: rt.reported(),
+                    expected: t.expected,
+                    missed: t.missed,
+                    overruns: t.overruns,
+                };
+                self.metrics.update_rt_job(j.id, &j.name, counts);
+            }
         }
+        self.export_class_metrics();
         self.metrics
             .running_jobs
             .set(self.reg.running_jobs() as i64);
@@ -34,6 +48,35 @@ impl<K: Kernel> Engine<K> {
         self.metrics.update_agent_cpu(agent_cpu_seconds);
     }
 
+    /// The class running, and how many RT tasks are at each realisation.
+    fn export_class_metrics(&self) {
+        let running = self.classes.running();
+        for (label, class) in [("rt", Class::RealTime), ("be", Class::BestEffort)] {
+            self.metrics
+                .class_running
+                .with_label_values(&[label])
+                .set(i64::from(running == Some(class)));
+        }
+        let mut counts = [("fifo", 0), ("deadline", 0), ("held", 0), ("none", 0)];
+        for (_, s) in self.reg.tasks() {
+            if !self.is_rt_process(s.job, s.tgid) {
+                continue;
+            }
+            let sched = match (self.classes.rt_level(s.tgid), s.realised.attr.policy) {
+                (None, _) => "none",
+                (Some(RtLevel::Hold), _) => "held",
+                (Some(RtLevel::Run { .. }), SchedPolicy::Deadline) => "deadline",
+                (Some(RtLevel::Run { .. }), _) => "fifo",
+            };
+            if let Some(slot) = counts.iter_mut().find(|(l, _)| *l == sched) {
+                slot.1 += 1;
+            }
+        }
+        for (label, n) in counts {
+            self.metrics.rt_tasks.with_label_values(&[label]).set(n);
+        }
+    }
+
     pub fn status(&self) -> AgentStatus {
         AgentStatus {
             node: self.cfg.node.clone(),
@@ -54,6 +97,7 @@ impl<K: Kernel> Engine<K> {
                 .iter()
                 .filter_map(|d| Some(format!("{}: {}", d.name, d.problem.as_ref()?)))
                 .collect(),
+            classes: self.class_status(),
         }
     }
 }

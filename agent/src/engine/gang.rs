@@ -51,7 +51,8 @@ impl<K: Kernel> Engine<K> {
         self.apply_policy_actions(None);
     }
 
-    /// The level a task must have now: the gang overlay first, then the policy.
+    /// The level a task must have now: the gang overlay first, then the
+    /// class overlay over the policy.
     pub(super) fn effective_level(&self, tid: u32) -> Level {
         let Some(state) = self.reg.task(tid) else {
             return Level::Normal;
@@ -67,7 +68,10 @@ impl<K: Kernel> Engine<K> {
                     Level::Demote
                 }
             }
-            _ => state.wanted.map_or(Level::Normal, |(level, _)| level),
+            _ => self.class_level(
+                state,
+                state.wanted.map_or(Level::Normal, |(level, _)| level),
+            ),
         }
     }
 

@@ -3,6 +3,7 @@
 use cosched_proto::{
     control::JobState,
     job::{JobId, SchedRequest},
+    wire::JobClass,
 };
 
 use super::{Engine, EngineError, plan::Realisation};
@@ -30,6 +31,20 @@ impl<K: Kernel> Engine<K> {
         Ok(())
     }
 
+    /// Gives a job just reserved its class (its processes report frames
+    /// where their environment says); a bad class drops the job again.
+    pub(super) fn classify_reserved(
+        &mut self,
+        job: JobId,
+        class: &JobClass,
+    ) -> Result<(), EngineError> {
+        if let Err(e) = self.set_job_class(job, class, false) {
+            self.unreserve_job(job);
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// A job's own real-time priority must stay below the agent's (and the
     /// guardian's): a spinning task at or above it would starve the thread
     /// that puts tasks back, on exit and on crash.
@@ -54,6 +69,7 @@ impl<K: Kernel> Engine<K> {
     /// back and forgotten, then the job itself.
     pub fn unreserve_job(&mut self, id: JobId) {
         self.restore_tasks_of(id);
+        self.rt_job_ended(id);
         let _ = self.reg.finish(
             id,
             JobState::Exited {
@@ -142,6 +158,9 @@ impl<K: Kernel> Engine<K> {
             taken.push(tid);
         }
         self.apply_policy_actions(None);
+        if !taken.is_empty() {
+            self.rt_process_added(job, pid);
+        }
         for &tid in &taken {
             self.realize(tid, None);
         }
@@ -170,11 +189,13 @@ impl<K: Kernel> Engine<K> {
         pids: &[u32],
         sched: Option<SchedRequest>,
     ) -> Result<u32, EngineError> {
-        self.adopt_with(job, name, pids, sched, false)
+        self.adopt_with(job, name, pids, sched, false, &JobClass::BestEffort)
     }
 
     /// [`Self::adopt`]; with `to_node`, processes allowed outside the node's
-    /// CPUs are narrowed to them instead of refused.
+    /// CPUs are narrowed to them instead of refused; of `class` (an RT job's
+    /// processes report their frames into the directory their environment
+    /// names, or the client library's default).
     pub fn adopt_with(
         &mut self,
         job: JobId,
@@ -182,6 +203,7 @@ impl<K: Kernel> Engine<K> {
         pids: &[u32],
         sched: Option<SchedRequest>,
         to_node: bool,
+        class: &JobClass,
     ) -> Result<u32, EngineError> {
         if pids.is_empty() {
             return Err(EngineError::NoProcess);
@@ -202,6 +224,7 @@ impl<K: Kernel> Engine<K> {
             adoption::check(&info, &self.protected, &node_cpus, managed_by, to_node)?;
         }
         self.reserve_job(job, name, 0, sched)?;
+        self.classify_reserved(job, class)?;
         let mut n = 0;
         for &p in &pids {
             match self.take_process(job, p, to_node) {
@@ -256,6 +279,7 @@ impl<K: Kernel> Engine<K> {
             self.daemons.remove(&tid);
         }
         let last = self.k.task_stat(tid).ok().flatten();
+        self.rt_task_gone(tid, last.as_ref(), now_ns);
         self.reg.task_exited(tid, last.as_ref(), now_ns);
         self.driver.task_exited(tid, now_ns);
         let _ = self.k.untrack(tid);
@@ -266,6 +290,10 @@ impl<K: Kernel> Engine<K> {
     /// Drops a finished job's record and metric series.
     pub fn forget_job(&mut self, id: JobId) -> Result<(), EngineError> {
         let name = self.reg.job(id).map(|j| j.name.clone()).unwrap_or_default();
+        if self.job_running(id) {
+            return Err(crate::registry::RegistryError::StillRunning(id).into());
+        }
+        self.rt_job_ended(id);
         self.reg.forget(id)?;
         self.metrics.remove_job(id, &name);
         Ok(())
@@ -334,6 +362,7 @@ impl<K: Kernel> Engine<K> {
                     code: None,
                     signal: None,
                 });
+            self.rt_job_ended(id);
             for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
                 self.metrics.remove_job(dropped, "");
             }

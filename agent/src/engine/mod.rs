@@ -12,6 +12,7 @@
 //! Per task, everything lives in one [`TaskState`](crate::registry::TaskState)
 //! in the registry; [`Engine::forget_task`] is the one way a task goes.
 mod attach;
+mod classes;
 mod driving;
 mod events;
 pub mod execute;
@@ -21,6 +22,7 @@ mod jobs;
 pub mod plan;
 mod realise;
 mod reload;
+mod rt;
 mod shutdown;
 #[cfg(test)]
 mod tests;
@@ -37,12 +39,14 @@ use cosched_proto::{
 pub use attach::AttachRequest;
 pub use gang::Gang;
 pub use plan::level_attr;
+pub use rt::RtFrameReport;
 
 use crate::{
     adoption::{Protected, Refusal},
+    classes::{ClassMode, ClassOverlay},
     config::Config,
     cpu_group::CpuGroups,
-    kernel::Kernel,
+    kernel::{CounterFileOf, Kernel},
     metrics::Metrics,
     policy_driver::PolicyDriver,
     registry::{Job, Registry, RegistryError},
@@ -67,6 +71,8 @@ pub enum EngineError {
     NotJoinable(String),
     #[error("{0}")]
     BadName(String),
+    #[error("invalid class: {0}")]
+    BadClass(String),
     #[error("kernel: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -110,6 +116,14 @@ pub struct Engine<K: Kernel> {
     /// threads are followed (their forks are the job's ranks) but always
     /// left at Normal, never stopped or demoted.
     daemons: HashSet<u32>,
+    /// Which class runs and what each task gets (off without a class mode).
+    classes: ClassOverlay,
+    /// The class mode the coordinator asks for (None: the config's).
+    class_override: Option<ClassMode>,
+    /// The open frame counters of RT processes, by pid.
+    rt_readers: HashMap<u32, crate::rt_frames::FrameReader<CounterFileOf<K>>>,
+    /// When the RT tick last ran.
+    last_rt_tick: u64,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -131,7 +145,17 @@ impl<K: Kernel> Engine<K> {
             agent: std::process::id(),
             guardian: None,
         };
+        // A validated config always has a band; a default one otherwise.
+        let band = cfg
+            .classes
+            .band()
+            .or_else(|_| crate::classes::ClassesConfig::default().band())
+            .expect("the default band is valid");
         let mut engine = Self {
+            classes: ClassOverlay::new(band),
+            class_override: None,
+            rt_readers: HashMap::new(),
+            last_rt_tick: 0,
             driver: reload::driver_for(&policy, cfg.policy_tick_us),
             interest: WakeInterest::of(&policy),
             cpu_groups,
@@ -156,6 +180,7 @@ impl<K: Kernel> Engine<K> {
         };
         engine.apply_wake_settings();
         engine.update_own_priority();
+        engine.apply_class_mode();
         engine
     }
 
@@ -208,11 +233,17 @@ impl<K: Kernel> Engine<K> {
     }
 
     pub fn job_info(&self, id: JobId) -> Option<JobInfo> {
-        self.reg.job(id).map(|j| self.reg.info(j))
+        self.reg.job(id).map(|j| self.info(j))
     }
 
     pub fn jobs_info(&self) -> Vec<JobInfo> {
-        self.reg.jobs().map(|j| self.reg.info(j)).collect()
+        self.reg.jobs().map(|j| self.info(j)).collect()
+    }
+
+    fn info(&self, j: &Job) -> JobInfo {
+        let mut info = self.reg.info(j);
+        info.rt = self.rt_info(j);
+        info
     }
 
     /// Where a launched job's output goes (shown by `cosched job`).

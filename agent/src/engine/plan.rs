@@ -10,7 +10,7 @@
 //!   into `idle` only after it lost it;
 //! - SIGCONT after the attributes a stopped task resumes with, so it never
 //!   runs a moment at the stopped level's predecessor.
-use cosched_policy::local::Level;
+use cosched_policy::{classes::DeadlineParams, local::Level};
 
 use crate::{
     cpu_group::CpuGroup,
@@ -44,12 +44,15 @@ impl Realisation {
 }
 
 /// What the task must become: the level, where it belongs and what the eBPF
-/// side must report for it. The attributes follow from the level.
+/// side must report for it. The attributes follow from the level; a boost
+/// with `deadline` is realised as SCHED_DEADLINE instead of SCHED_FIFO (an
+/// RT task by EDF in the kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Target {
     pub level: Level,
     pub group: Option<CpuGroup>,
     pub watch: u32,
+    pub deadline: Option<DeadlineParams>,
 }
 
 /// Nice of a task's autogroup.
@@ -106,6 +109,25 @@ pub fn level_attr(level: Level, base: &SchedAttr, agent_priority: u32) -> SchedA
     }
 }
 
+/// SCHED_DEADLINE with `d`, reset on fork: a deadline task without it
+/// cannot fork at all, and children must not inherit a reservation.
+pub fn deadline_attr(d: &DeadlineParams) -> SchedAttr {
+    let mut a = SchedAttr::with_policy(SchedPolicy::Deadline, 0, 0);
+    a.runtime_ns = d.runtime_ns;
+    a.deadline_ns = d.deadline_ns;
+    a.period_ns = d.period_ns;
+    a.flags = FLAG_RESET_ON_FORK;
+    a
+}
+
+/// The attributes that realise `to` (see [`level_attr`]).
+pub fn target_attr(to: &Target, base: &SchedAttr, agent_priority: u32) -> SchedAttr {
+    match (to.level, &to.deadline) {
+        (Level::Boost { .. }, Some(d)) => deadline_attr(d),
+        (level, _) => level_attr(level, base, agent_priority),
+    }
+}
+
 /// The ops that take a task from `from` to `to`, in order. Empty when
 /// nothing changes.
 pub fn plan(
@@ -125,7 +147,7 @@ pub fn plan(
             ops.push(KernelOp::Stop);
         }
     } else {
-        let attr = level_attr(to.level, base, agent_priority);
+        let attr = target_attr(to, base, agent_priority);
         if attr != from.attr {
             ops.push(KernelOp::SetAttr(attr));
         }
@@ -181,6 +203,7 @@ mod tests {
             level,
             group,
             watch: 0,
+            deadline: None,
         }
     }
 
@@ -379,6 +402,39 @@ mod tests {
             PRIO,
         );
         assert_eq!(ops, vec![Watch(3)]);
+    }
+
+    #[test]
+    fn a_boost_with_deadline_parameters_is_sched_deadline_reset_on_fork() {
+        let d = DeadlineParams {
+            runtime_ns: 2_000_000,
+            deadline_ns: 10_000_000,
+            period_ns: 10_000_000,
+        };
+        let target = Target {
+            deadline: Some(d),
+            ..to(BOOST, None)
+        };
+        let ops = plan(&at(Level::Normal, None), &target, &base(), PRIO);
+        let [SetAttr(a)] = ops.as_slice() else {
+            panic!("{ops:?}");
+        };
+        assert_eq!(a.policy, SchedPolicy::Deadline);
+        assert_eq!(
+            (a.runtime_ns, a.deadline_ns, a.period_ns),
+            (2_000_000, 10_000_000, 10_000_000)
+        );
+        assert_ne!(a.flags & FLAG_RESET_ON_FORK, 0);
+        // Held: the deadline parameters do not apply to other levels.
+        let held = Target {
+            level: Level::Demote,
+            ..target
+        };
+        let from = Realisation {
+            attr: *a,
+            ..at(BOOST, None)
+        };
+        assert_eq!(plan(&from, &held, &base(), PRIO)[0], SetAttr(idle()));
     }
 
     #[test]

@@ -24,6 +24,16 @@ fn level_name(level: Level) -> &'static str {
     }
 }
 
+/// How the kernel refuses SCHED_DEADLINE: EPERM (the task's affinity is
+/// narrower than its root domain), EBUSY (the admission test: not enough
+/// bandwidth left), EINVAL (parameters it does not take).
+fn deadline_refused(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EPERM | libc::EBUSY | libc::EINVAL)
+    )
+}
+
 impl<K: Kernel> Engine<K> {
     /// Brings task `tid` to the level it must have now. `trigger`: the eBPF
     /// timestamp of the arrival that caused it (for the reaction latency).
@@ -32,10 +42,17 @@ impl<K: Kernel> Engine<K> {
             return;
         };
         let level = self.effective_level(tid);
+        // The class overlay, not a message, ends what it gives an RT task.
+        let watch = if self.under_rt_overlay(&state) {
+            0
+        } else {
+            wakeup::watch_flags(TaskWatch::of(&self.interest, level, state.wanted))
+        };
         let target = Target {
             level,
             group: self.wanted_group(tid, level),
-            watch: wakeup::watch_flags(TaskWatch::of(&self.interest, level, state.wanted)),
+            watch,
+            deadline: self.deadline_for(&state, level),
         };
         let from = state.realised;
         let base = match self.base_attr(tid) {
@@ -72,6 +89,10 @@ impl<K: Kernel> Engine<K> {
                 }
             }
             Err(e) if is_gone(&e) => {}
+            Err(e) if target.deadline.is_some() && deadline_refused(&e) => {
+                self.refuse_deadline(tid, &e);
+                self.realize(tid, trigger);
+            }
             Err(e) => {
                 self.metrics.action_errors.with_label_values(&[name]).inc();
                 tracing::warn!(tid, level = name, "cannot apply policy level: {e}");

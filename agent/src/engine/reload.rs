@@ -45,6 +45,7 @@ impl<K: Kernel> Engine<K> {
         let outcome = match checked {
             Ok(c) => {
                 let changed = c != self.cfg;
+                let classes_changed = c.classes != self.cfg.classes;
                 let before = (
                     self.running_policy_config(),
                     self.cfg.policy_tick_us,
@@ -61,6 +62,14 @@ impl<K: Kernel> Engine<K> {
                 }
                 self.apply_wake_settings();
                 self.update_own_priority();
+                if classes_changed {
+                    // New budgets apply from the jobs' next processes; the
+                    // mode, band and EDF realisation at once.
+                    self.apply_class_mode();
+                    for tid in self.reg.task_ids() {
+                        self.realize(tid, None);
+                    }
+                }
                 ReloadOutcome {
                     accepted: true,
                     message: if changed {

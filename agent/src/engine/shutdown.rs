@@ -31,6 +31,10 @@ impl<K: Kernel> Engine<K> {
     /// stops tracking everything.
     pub fn shutdown(&mut self) -> RestoreReport {
         self.gang = None;
+        self.class_override = None;
+        let now = self.k.now_ns();
+        let band = self.classes_band();
+        self.classes.set_mode(None, band, now);
         self.release_policy();
         // Where each process's main thread came from, for the sweep below.
         let process_cgroups: HashMap<u32, PathBuf> = self
@@ -45,6 +49,11 @@ impl<K: Kernel> Engine<K> {
         self.sweep_cpu_groups(&process_cgroups, &mut report);
         for tid in self.reg.task_ids() {
             let _ = self.k.untrack(tid);
+        }
+        self.rt_readers.clear();
+        let jobs: Vec<_> = self.reg.jobs().map(|j| j.id).collect();
+        for job in jobs {
+            self.rt_job_ended(job);
         }
         for (outcome, n) in [
             ("restored", report.restored),

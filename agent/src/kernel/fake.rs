@@ -10,7 +10,10 @@ use std::{
 
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
-use super::{Kernel, ProcessInfo, ProgramCost, SchedAttr, TaskControl, WaitDetectorState};
+use super::{
+    FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy,
+    TaskControl, WaitDetectorState,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Call {
@@ -80,6 +83,15 @@ pub struct FakeKernel {
     /// Processes whose threads vanish when the agent lists them (they
     /// exited between the check and the take).
     pub vanish_on_threads: Vec<u32>,
+    /// RT frame counter files and the directories the agent made.
+    pub counters: FakeCounters,
+    /// Effective uid per process (0 unless set).
+    pub uids: BTreeMap<u32, u32>,
+    /// `COSCHED_RT_DIR` per process, as started (unset unless set).
+    pub rt_dir_env: BTreeMap<u32, PathBuf>,
+    /// SCHED_DEADLINE is refused with EPERM (a task whose affinity is
+    /// narrower than its root domain).
+    pub deny_deadline: bool,
 }
 
 fn gone() -> io::Error {
@@ -173,7 +185,8 @@ impl TaskControl for FakeKernel {
     }
 
     fn set_attr(&mut self, tid: u32, attr: &SchedAttr) -> io::Result<()> {
-        if self.deny.contains(&tid) {
+        if self.deny.contains(&tid) || (self.deny_deadline && attr.policy == SchedPolicy::Deadline)
+        {
             return Err(io::Error::from_raw_os_error(libc::EPERM));
         }
         let t = self.tasks.get_mut(&tid).ok_or_else(gone)?;
@@ -223,6 +236,38 @@ impl TaskControl for FakeKernel {
         }
         self.tasks.get_mut(&tid).ok_or_else(gone)?.cpu_cgroup = dir.to_path_buf();
         self.calls.push(Call::SetCpuCgroup(tid, dir.to_path_buf()));
+        Ok(())
+    }
+}
+
+impl FrameCounters for FakeKernel {
+    type Files = FakeCounters;
+
+    fn counter_files(&self) -> &FakeCounters {
+        &self.counters
+    }
+
+    fn process_uid(&self, pid: u32) -> io::Result<u32> {
+        if !self.tasks.contains_key(&pid) {
+            return Err(gone());
+        }
+        Ok(self.uids.get(&pid).copied().unwrap_or(0))
+    }
+
+    fn process_rt_dir(&self, pid: u32) -> io::Result<Option<PathBuf>> {
+        if !self.tasks.contains_key(&pid) {
+            return Err(gone());
+        }
+        Ok(self.rt_dir_env.get(&pid).cloned())
+    }
+
+    fn create_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
+        self.counters.create_dir(dir);
+        Ok(())
+    }
+
+    fn remove_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
+        self.counters.remove_dir(dir);
         Ok(())
     }
 }

@@ -8,10 +8,11 @@ use std::{
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
 use super::{
-    Kernel, ProcessInfo, ProgramCost, TaskControl, WaitDetectorState,
+    FrameCounters, Kernel, ProcessInfo, ProgramCost, TaskControl, WaitDetectorState, counters,
     sched_attr::{RawSchedAttr, SchedAttr},
 };
 use crate::ebpf::Probes;
+use crate::rt_frames::LinuxCounterFiles;
 
 pub struct Linux {
     probes: Probes,
@@ -275,6 +276,30 @@ impl TaskControl for Linux {
 
     fn set_cpu_cgroup(&mut self, tid: u32, dir: &Path) -> io::Result<()> {
         Procfs.set_cpu_cgroup(tid, dir)
+    }
+}
+
+impl FrameCounters for Linux {
+    type Files = LinuxCounterFiles;
+
+    fn counter_files(&self) -> &LinuxCounterFiles {
+        &counters::LINUX_FILES
+    }
+
+    fn process_uid(&self, pid: u32) -> io::Result<u32> {
+        counters::process_uid(pid)
+    }
+
+    fn process_rt_dir(&self, pid: u32) -> io::Result<Option<PathBuf>> {
+        counters::process_rt_dir(pid)
+    }
+
+    fn create_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
+        counters::create_counter_dir(dir)
+    }
+
+    fn remove_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
+        counters::remove_counter_dir(dir)
     }
 }
 

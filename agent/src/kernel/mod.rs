@@ -5,7 +5,9 @@
 //! [`Kernel`] trait. [`linux::Linux`] is the real thing; [`fake::FakeKernel`]
 //! records calls and holds state in memory so the policy engine, the restore
 //! logic and the registry can be tested without root.
+pub mod counters;
 pub mod fake;
+pub mod fake_counters;
 pub mod linux;
 pub mod membership;
 pub mod sched_attr;
@@ -18,6 +20,8 @@ use std::{
 
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
 
+pub use counters::{CounterFileOf, FrameCounters};
+pub use fake_counters::FakeCounters;
 pub use sched_attr::{SchedAttr, SchedPolicy};
 
 /// Identity of a task that survives pid reuse: tid plus its start time (clock
@@ -90,7 +94,7 @@ pub struct ProcessInfo {
     pub allowed_cpus: Vec<u32>,
 }
 
-pub trait Kernel: TaskControl {
+pub trait Kernel: TaskControl + FrameCounters {
     /// CLOCK_MONOTONIC in ns (the clock of the eBPF timestamps).
     fn now_ns(&self) -> u64;
     /// The thread the agent's engine runs on (it shows up as the CPU holder

@@ -9,9 +9,9 @@
 //! turns successive readings into frames done ([`FrameTracker`]: a count
 //! that goes back, or another file, is a restart).
 //!
-//! Not wired into the engine yet: RT scheduling decides when to read (per
-//! window Γ = b·d, or per tick while a process's window is open) and what
-//! `b − n` missed frames mean for it.
+//! The engine reads every RT process's counter at its RT tick
+//! (`engine/rt.rs`) and credits the frames to the process's windows
+//! (`classes::rt_job`).
 
 mod check;
 mod files;

@@ -132,6 +132,7 @@ fn launch_all(cluster: &Cluster, synth: &str, plans: &[JobPlan]) -> anyhow::Resu
                 peers: peers.clone(),
                 cpus: vec![],
                 sched: None,
+                class: cosched_proto::wire::JobClass::BestEffort,
             };
             call(cluster, node, Request::Launch { spec })
                 .with_context(|| format!("launching {} rank {rank}", plan.name))?;
@@ -336,6 +337,8 @@ mod tests {
             stats,
             stdout: None,
             stderr: None,
+            class: "be".into(),
+            rt: None,
         }
     }
 

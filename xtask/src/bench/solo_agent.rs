@@ -74,6 +74,7 @@ impl SoloAgent {
                     pids,
                     sched: None,
                     move_to_node: false,
+                    class: cosched_proto::wire::JobClass::BestEffort,
                 },
                 Duration::from_secs(10),
             )

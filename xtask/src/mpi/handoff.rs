@@ -49,6 +49,7 @@ pub fn adopt_ranks(
                         pids: pids.clone(),
                         sched: None,
                         move_to_node: false,
+                        class: cosched_proto::wire::JobClass::BestEffort,
                     },
                     Duration::from_secs(10),
                 )

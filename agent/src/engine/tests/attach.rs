@@ -5,6 +5,7 @@ use cosched_proto::control::{AttachTarget, LOCAL_JOB_IDS};
 
 use super::*;
 use crate::engine::AttachRequest;
+use cosched_proto::wire::JobClass;
 
 const CG: &str = "/fake/unified/slurm/job_7";
 
@@ -15,6 +16,7 @@ fn by_cgroup(job_id: Option<JobId>) -> AttachRequest {
         target: AttachTarget::Cgroup(CG.into()),
         sched: None,
         move_to_node: false,
+        class: JobClass::BestEffort,
     }
 }
 

@@ -8,6 +8,7 @@ use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 mod attach;
 mod lifecycle;
 mod reactions;
+mod rt;
 
 fn engine() -> Engine<FakeKernel> {
     engine_with("local")

@@ -1,0 +1,412 @@
+//! The class overlay (pure): which class runs on the node now, and what
+//! that means for each RT process and for BE tasks. The engine lays it over
+//! the local policy like the gang overlay (see `engine/classes.rs`).
+//!
+//! Realisation leaves the fine-grain choices to the kernel:
+//! - RT tasks with frames due while the RT class runs get SCHED_FIFO
+//!   priorities in the RT band, earliest deadline highest
+//!   ([`EdfPriorities`]); every BE task is below them, so BE runs only when
+//!   every such RT task blocks — the paper's lending of the RT division to
+//!   BE, done by the kernel at once rather than at the agent's next tick.
+//! - RT tasks whose class does not run, and satisfied or throttled ones,
+//!   are held at SCHED_IDLE: they get the CPU only when no BE task can run
+//!   (BE lending to RT).
+//! - BE tasks follow the local policy, capped at Normal while the RT class
+//!   runs, so no BE boost competes with the RT class for its share.
+//!
+//! 2DCS-TDM: the coordinator's division says which class runs; the
+//! [`TdmNode`] decision says whether the RT division is lent (no RT task
+//! ready with frames due): BE is then not capped. 2DCS-PS: the [`PsNode`]
+//! picks the class at every tick from the classes' readiness.
+use std::collections::{BTreeMap, BTreeSet};
+
+use cosched_policy::{
+    classes::{
+        Class, EdfPriorities, FairnessRatio, PriorityBand, PsNode, PsParams, Readiness, RtTask,
+        TdmEvent, TdmNode,
+    },
+    local::TaskId,
+};
+
+/// How the node shares its CPUs between the classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassMode {
+    /// 2DCS-TDM: the coordinator's divisions (`Engine::division_started`)
+    /// say which class owns the node. `ratio` is the coordinator's, shown in
+    /// the status; `rt_band` None: the config's.
+    Tdm {
+        ratio: FairnessRatio,
+        rt_band: Option<PriorityBand>,
+        be_under_rt: BeUnderRt,
+    },
+    /// 2DCS-PS: the node alone picks the class by virtual time.
+    Ps {
+        params: PsParams,
+        rt_band: Option<PriorityBand>,
+    },
+}
+
+impl ClassMode {
+    pub fn rt_band(&self) -> Option<PriorityBand> {
+        match *self {
+            ClassMode::Tdm { rt_band, .. } | ClassMode::Ps { rt_band, .. } => rt_band,
+        }
+    }
+}
+
+/// What BE tasks get while the RT class runs (and is not lent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BeUnderRt {
+    /// Their policy's level, a boost lowered to Normal.
+    #[default]
+    Capped,
+    /// SCHED_IDLE: they share only what RT leaves with held RT tasks.
+    Demoted,
+}
+
+/// What an RT process gets now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtLevel {
+    /// Frames due and its class runs: EDF at this FIFO priority (or
+    /// SCHED_DEADLINE, which the engine decides).
+    Run { prio: u8 },
+    /// SCHED_IDLE until its class runs again or its next window opens.
+    Hold,
+}
+
+/// What BE tasks get now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BeLevel {
+    /// The local policy's level.
+    #[default]
+    Free,
+    Capped,
+    Demoted,
+}
+
+enum Node {
+    Off,
+    Tdm(TdmNode),
+    Ps(PsNode),
+}
+
+/// Which RT processes and BE tasks changed at a decision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    pub rt: Vec<u32>,
+    pub be: bool,
+}
+
+pub struct ClassOverlay {
+    mode: Option<ClassMode>,
+    node: Node,
+    priorities: EdfPriorities,
+    targets: BTreeMap<u32, RtLevel>,
+    be: BeLevel,
+    /// The RT processes the TDM node was told about.
+    placed: BTreeSet<u32>,
+}
+
+impl ClassOverlay {
+    /// An overlay that is off.
+    pub fn new(band: PriorityBand) -> Self {
+        Self {
+            mode: None,
+            node: Node::Off,
+            priorities: EdfPriorities::new(band),
+            targets: BTreeMap::new(),
+            be: BeLevel::Free,
+            placed: BTreeSet::new(),
+        }
+    }
+
+    pub fn mode(&self) -> Option<ClassMode> {
+        self.mode
+    }
+
+    /// The FIFO priorities RT tasks get.
+    pub fn band(&self) -> PriorityBand {
+        self.priorities.band()
+    }
+
+    /// Enters, changes or leaves (None) a class mode; `band` is the
+    /// priority band to use. Returns whether anything changed (the engine
+    /// then decides again). A mode that only changes its ratio keeps its
+    /// state (the PS virtual times, the TDM division).
+    pub fn set_mode(&mut self, mode: Option<ClassMode>, band: PriorityBand, now_ns: u64) -> bool {
+        let same_kind = matches!(
+            (&self.mode, &mode),
+            (Some(ClassMode::Tdm { .. }), Some(ClassMode::Tdm { .. }))
+                | (Some(ClassMode::Ps { .. }), Some(ClassMode::Ps { .. }))
+        );
+        let band_changed = band != self.priorities.band();
+        if self.mode == mode && !band_changed {
+            return false;
+        }
+        if band_changed {
+            self.priorities = EdfPriorities::new(band);
+        }
+        let ps_params_changed = matches!(
+            (&self.mode, &mode),
+            (Some(ClassMode::Ps { params: a, .. }), Some(ClassMode::Ps { params: b, .. })) if a != b
+        );
+        if !same_kind || ps_params_changed {
+            self.node = match mode {
+                None => Node::Off,
+                // Until the coordinator's first division: RT, so RT tasks
+                // with frames due are not held back waiting for it.
+                Some(ClassMode::Tdm { .. }) => Node::Tdm(TdmNode::new(Class::RealTime)),
+                Some(ClassMode::Ps { params, .. }) => Node::Ps(PsNode::new(params, now_ns)),
+            };
+            self.placed.clear();
+        }
+        self.mode = mode;
+        if mode.is_none() {
+            self.targets.clear();
+            self.be = BeLevel::Free;
+        }
+        true
+    }
+
+    /// The coordinator's division `class` started (2DCS-TDM; ignored in
+    /// other modes). The engine decides again right after.
+    pub fn division_started(&mut self, class: Class) -> bool {
+        let Node::Tdm(node) = &mut self.node else {
+            return false;
+        };
+        node.on_event(TdmEvent::DivisionStarted(class));
+        true
+    }
+
+    /// Decides at `now_ns`, given every RT process (`id` = its pid; ready
+    /// or not; its frame state) and whether any BE task is ready.
+    pub fn decide(&mut self, now_ns: u64, rt: &[RtTask], be_ready: bool) -> Changes {
+        let (rt_runs, be) = match &mut self.node {
+            Node::Off => (None, BeLevel::Free),
+            Node::Tdm(node) => {
+                let now: BTreeSet<u32> = rt.iter().map(|t| t.id.0).collect();
+                for gone in self.placed.difference(&now) {
+                    node.on_event(TdmEvent::RtRemoved(TaskId(*gone)));
+                }
+                for task in rt {
+                    node.on_event(TdmEvent::RtUpdated(*task));
+                }
+                node.on_event(TdmEvent::BeReady(be_ready));
+                self.placed = now;
+                let rt_division = node.division() == Class::RealTime;
+                let rt_not_lent = node.decision().class() == Some(Class::RealTime);
+                let held = rt_division && rt_not_lent;
+                (Some(rt_division), self.held_be(held))
+            }
+            Node::Ps(node) => {
+                let ready = Readiness {
+                    rt: rt.iter().any(|t| t.ready && t.is_due()),
+                    be: be_ready,
+                };
+                let chosen = node.on_event(now_ns, ready);
+                // With nothing ready RT keeps its priorities: a task that
+                // wakes with frames due runs at once.
+                let rt_runs = chosen != Some(Class::BestEffort);
+                (Some(rt_runs), self.held_be(chosen == Some(Class::RealTime)))
+            }
+        };
+        let mut targets = BTreeMap::new();
+        if let Some(rt_runs) = rt_runs {
+            self.priorities.assign(rt);
+            for task in rt {
+                let level = match self.priorities.priority(task.id) {
+                    Some(prio) if rt_runs && task.is_due() => RtLevel::Run { prio },
+                    _ => RtLevel::Hold,
+                };
+                targets.insert(task.id.0, level);
+            }
+        }
+        let mut changed: BTreeSet<u32> = targets
+            .iter()
+            .filter(|&(pid, level)| self.targets.get(pid) != Some(level))
+            .map(|(&pid, _)| pid)
+            .collect();
+        changed.extend(self.targets.keys().filter(|p| !targets.contains_key(p)));
+        self.targets = targets;
+        let be_changed = self.be != be;
+        self.be = be;
+        Changes {
+            rt: changed.into_iter().collect(),
+            be: be_changed,
+        }
+    }
+
+    fn held_be(&self, held: bool) -> BeLevel {
+        match (held, self.mode) {
+            (false, _) => BeLevel::Free,
+            (
+                true,
+                Some(ClassMode::Tdm {
+                    be_under_rt: BeUnderRt::Demoted,
+                    ..
+                }),
+            ) => BeLevel::Demoted,
+            (true, _) => BeLevel::Capped,
+        }
+    }
+
+    /// What RT process `pid` gets (None: no class mode, or not decided yet).
+    pub fn rt_level(&self, pid: u32) -> Option<RtLevel> {
+        self.targets.get(&pid).copied()
+    }
+
+    pub fn be_level(&self) -> BeLevel {
+        self.be
+    }
+
+    /// The class running now, as the status and metrics show it.
+    pub fn running(&self) -> Option<Class> {
+        match &self.node {
+            Node::Off => None,
+            Node::Tdm(node) => Some(node.division()),
+            Node::Ps(node) => node.running(),
+        }
+    }
+
+    /// `off`, `tdm 2:1 (rt division)`, `ps 2:1 (be runs)`.
+    pub fn describe(&self) -> String {
+        let class = |c: Option<Class>| match c {
+            Some(Class::RealTime) => "rt",
+            Some(Class::BestEffort) => "be",
+            None => "none",
+        };
+        match (&self.mode, &self.node) {
+            (Some(ClassMode::Tdm { ratio, .. }), Node::Tdm(node)) => format!(
+                "tdm {}:{} ({} division)",
+                ratio.rt,
+                ratio.be,
+                class(Some(node.division()))
+            ),
+            (Some(ClassMode::Ps { params, .. }), Node::Ps(node)) => format!(
+                "ps {}:{} ({} runs)",
+                params.ratio.rt,
+                params.ratio.be,
+                class(node.running())
+            ),
+            _ => "off".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cosched_policy::classes::FrameState;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn band() -> PriorityBand {
+        PriorityBand::new(21, 39).unwrap()
+    }
+
+    fn tdm() -> ClassMode {
+        ClassMode::Tdm {
+            ratio: FairnessRatio::new(2, 1).unwrap(),
+            rt_band: None,
+            be_under_rt: BeUnderRt::Capped,
+        }
+    }
+
+    fn due(id: u32, deadline_ns: u64, ready: bool) -> RtTask {
+        RtTask::new(TaskId(id), ready, FrameState::Due { deadline_ns })
+    }
+
+    fn satisfied(id: u32) -> RtTask {
+        RtTask::new(
+            TaskId(id),
+            true,
+            FrameState::Satisfied {
+                until_ns: 20 * MS,
+                next_deadline_ns: 30 * MS,
+            },
+        )
+    }
+
+    #[test]
+    fn off_decides_nothing() {
+        let mut o = ClassOverlay::new(band());
+        let c = o.decide(0, &[due(1, 10, true)], true);
+        assert_eq!(c, Changes::default());
+        assert_eq!(o.rt_level(1), None);
+        assert_eq!(o.describe(), "off");
+    }
+
+    #[test]
+    fn tdm_runs_due_tasks_by_deadline_in_the_rt_division_and_holds_them_in_the_be_one() {
+        let mut o = ClassOverlay::new(band());
+        assert!(o.set_mode(Some(tdm()), band(), 0));
+        let rt = [due(1, 20 * MS, true), due(2, 10 * MS, true), satisfied(3)];
+        let c = o.decide(0, &rt, true);
+        assert_eq!(c.rt, vec![1, 2, 3]);
+        let (Some(RtLevel::Run { prio: p1 }), Some(RtLevel::Run { prio: p2 })) =
+            (o.rt_level(1), o.rt_level(2))
+        else {
+            panic!("{:?} {:?}", o.rt_level(1), o.rt_level(2));
+        };
+        assert!(p2 > p1, "earlier deadline, higher priority");
+        assert!((21..=39).contains(&p1) && (21..=39).contains(&p2));
+        assert_eq!(o.rt_level(3), Some(RtLevel::Hold), "satisfied");
+        assert_eq!(o.be_level(), BeLevel::Capped);
+        assert!(o.division_started(Class::BestEffort));
+        let c = o.decide(MS, &rt, true);
+        assert_eq!(
+            c,
+            Changes {
+                rt: vec![1, 2],
+                be: true
+            }
+        );
+        assert_eq!(o.rt_level(1), Some(RtLevel::Hold));
+        assert_eq!(o.be_level(), BeLevel::Free);
+        assert_eq!(o.describe(), "tdm 2:1 (be division)");
+    }
+
+    #[test]
+    fn tdm_lends_the_rt_division_when_no_due_rt_task_is_ready() {
+        let mut o = ClassOverlay::new(band());
+        o.set_mode(Some(tdm()), band(), 0);
+        o.decide(0, &[due(1, 10 * MS, false)], true);
+        assert_eq!(o.be_level(), BeLevel::Free, "lent to BE");
+        assert!(
+            matches!(o.rt_level(1), Some(RtLevel::Run { .. })),
+            "a blocked due task keeps its priority to preempt when it wakes"
+        );
+        o.decide(MS, &[due(1, 10 * MS, true)], true);
+        assert_eq!(o.be_level(), BeLevel::Capped);
+    }
+
+    #[test]
+    fn ps_alternates_by_virtual_time_and_a_returning_class_has_no_saved_credit() {
+        let ratio = FairnessRatio::new(2, 1).unwrap();
+        let mut o = ClassOverlay::new(band());
+        let mode = ClassMode::Ps {
+            params: PsParams {
+                ratio,
+                sleeper_credit: 0,
+            },
+            rt_band: None,
+        };
+        o.set_mode(Some(mode), band(), 0);
+        let rt = [due(1, u64::MAX, true)];
+        // RT alone for a long time: BE has nothing ready.
+        for t in 0..1000 {
+            o.decide(t * MS, &rt, false);
+        }
+        assert!(matches!(o.rt_level(1), Some(RtLevel::Run { .. })));
+        // BE comes back: it gets its third, not the time it slept.
+        let mut be_ticks = 0;
+        for t in 1000..1030 {
+            o.decide(t * MS, &rt, true);
+            if o.rt_level(1) == Some(RtLevel::Hold) {
+                be_ticks += 1;
+            }
+        }
+        assert!((9..=11).contains(&be_ticks), "{be_ticks} of 30 ticks");
+    }
+}

@@ -1,0 +1,270 @@
+//! The class overlay over the local policy: which class runs now (2DCS-TDM
+//! from the coordinator's divisions, or 2DCS-PS decided here) and the level
+//! it means for each task (see `crate::classes::overlay`).
+//!
+//! The RT tick reads the frame counters (`rt.rs`), then decides here: RT
+//! processes (their frame state, whether they are ready) and whether any
+//! BE task is ready go to the overlay; the tasks whose level changed are
+//! realised through the usual plan and executor, so every change is undone
+//! by the restore ledger like any other.
+use cosched_agent_common::TaskStats;
+use cosched_policy::{
+    classes::{DeadlineParams, Division, PriorityBand, RtTask, deadline_params},
+    local::{Level, TaskId},
+};
+
+use super::{Engine, EngineError};
+use crate::{
+    classes::{
+        BeLevel, ClassMode, EdfKind, LocalClassMode, RtLevel, config::check_band,
+        readiness::task_ready,
+    },
+    kernel::Kernel,
+    registry::TaskState,
+};
+
+/// The RT tick's period at the fastest: frame counters are read, and the
+/// class decided, at most this often.
+pub(super) const RT_TICK_NS: u64 = 1_000_000;
+
+impl<K: Kernel> Engine<K> {
+    /// The coordinator's class mode: 2DCS-TDM (its divisions then come by
+    /// [`Self::division_started`]), or None to go back to the config's
+    /// `[classes] mode`. Refused (the running mode stays) when its priority
+    /// band does not fit this agent's boosts and own priority.
+    pub fn set_class_mode(&mut self, mode: Option<ClassMode>) -> Result<(), EngineError> {
+        if let Some(band) = mode.and_then(|m| m.rt_band()) {
+            self.check_rt_band(band)?;
+        }
+        self.class_override = mode;
+        self.apply_class_mode();
+        Ok(())
+    }
+
+    /// A 2DCS-TDM division started on the coordinator's clock (its
+    /// `SwitchDivision`); ignored outside TDM.
+    pub fn division_started(&mut self, division: Division) {
+        if self.classes.division_started(division.class) {
+            let now = self.k.now_ns();
+            self.decide_classes(now, None);
+        }
+    }
+
+    /// The class mode running now (None: off).
+    pub fn class_mode(&self) -> Option<ClassMode> {
+        self.classes.mode()
+    }
+
+    /// `off`, or the mode, its ratio and the class running; and how RT
+    /// tasks are realised.
+    pub(super) fn class_status(&self) -> String {
+        match self.classes.mode() {
+            None => "off".into(),
+            Some(_) => format!(
+                "{}, edf {}",
+                self.classes.describe(),
+                self.cfg.classes.edf.as_str()
+            ),
+        }
+    }
+
+    fn check_rt_band(&self, band: PriorityBand) -> Result<(), EngineError> {
+        let top_boost = [
+            self.cfg.dcs.boost_prio,
+            self.cfg.sb.wake_boost_prio,
+            self.cfg.pb.boost_prio,
+            self.cfg.fcs.top_prio,
+        ]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+        let ceiling = match self.cfg.agent_priority {
+            0 => crate::guardian::PRIORITY,
+            p => p,
+        };
+        check_band(band, top_boost, ceiling).map_err(EngineError::BadClass)
+    }
+
+    /// The mode asked for: the coordinator's, else the config's.
+    fn wanted_class_mode(&self) -> Option<ClassMode> {
+        if self.class_override.is_some() {
+            return self.class_override;
+        }
+        let c = &self.cfg.classes;
+        match c.mode {
+            LocalClassMode::Off => None,
+            LocalClassMode::Ps => c.ps_params().ok().map(|params| ClassMode::Ps {
+                params,
+                rt_band: None,
+            }),
+        }
+    }
+
+    /// The config's RT priority band.
+    pub(super) fn classes_band(&self) -> PriorityBand {
+        self.cfg
+            .classes
+            .band()
+            .unwrap_or_else(|_| self.classes.band())
+    }
+
+    /// Applies the mode asked for (after a reload or the coordinator's
+    /// order) and decides at once.
+    pub(super) fn apply_class_mode(&mut self) {
+        let mode = self.wanted_class_mode();
+        let band = mode
+            .and_then(|m| m.rt_band())
+            .unwrap_or_else(|| self.classes_band());
+        let now = self.k.now_ns();
+        if self.classes.set_mode(mode, band, now) {
+            tracing::info!(classes = %self.class_status(), "class mode set");
+            self.decide_classes(now, None);
+            // Leaving a mode (or changing it) may leave tasks the overlay
+            // no longer holds: every task is realised again.
+            for tid in self.reg.task_ids() {
+                self.realize(tid, None);
+            }
+        }
+    }
+
+    /// The RT tick: counters, then the class decision. `live`: the managed
+    /// tasks' counters, read by the policy tick.
+    pub(super) fn rt_tick(&mut self, now_ns: u64, live: &[(u32, TaskStats)]) {
+        self.last_rt_tick = now_ns;
+        self.read_frames(now_ns, live);
+        self.decide_classes(now_ns, Some(live));
+    }
+
+    /// When the RT tick is next due (None: no RT process).
+    pub(super) fn next_rt_tick(&self) -> Option<u64> {
+        if !self.has_rt_processes() {
+            return None;
+        }
+        let period = (self.cfg.policy_tick_us * 1000).max(RT_TICK_NS);
+        Some(self.last_rt_tick.saturating_add(period))
+    }
+
+    /// Decides which class runs and realises the tasks whose level changed.
+    /// `live`: the tick's counters (None: read now).
+    pub(super) fn decide_classes(&mut self, now_ns: u64, live: Option<&[(u32, TaskStats)]>) {
+        if self.classes.mode().is_none() {
+            return;
+        }
+        let owned;
+        let live = match live {
+            Some(l) => l,
+            None => {
+                owned = self.k.task_stats().unwrap_or_default();
+                &owned
+            }
+        };
+        let mut rt_ready: std::collections::BTreeMap<u32, bool> = Default::default();
+        let mut be_ready = false;
+        for (tid, s) in live {
+            let Some(state) = self.reg.task(*tid) else {
+                continue;
+            };
+            let ready = s.exited_ns == 0 && task_ready(s);
+            if self.is_rt_process(state.job, state.tgid) {
+                *rt_ready.entry(state.tgid).or_default() |= ready;
+            } else if !self.daemons.contains(&state.tgid) {
+                be_ready |= ready;
+            }
+        }
+        let rt: Vec<RtTask> = self
+            .reg
+            .jobs()
+            .filter_map(|j| j.rt.as_ref())
+            .flat_map(|rt| {
+                rt.pids()
+                    .into_iter()
+                    .filter_map(|pid| Some((pid, rt.state(pid)?)))
+                    .collect::<Vec<_>>()
+            })
+            .map(|(pid, state)| {
+                RtTask::new(
+                    TaskId(pid),
+                    rt_ready.get(&pid).copied().unwrap_or(false),
+                    state,
+                )
+            })
+            .collect();
+        let changes = self.classes.decide(now_ns, &rt, be_ready);
+        let tids: Vec<u32> = self
+            .reg
+            .tasks()
+            .filter(|(_, s)| {
+                if self.is_rt_process(s.job, s.tgid) {
+                    changes.rt.contains(&s.tgid)
+                } else {
+                    changes.be
+                }
+            })
+            .map(|(t, _)| t)
+            .collect();
+        for tid in tids {
+            self.realize(tid, None);
+        }
+    }
+
+    /// The level the class overlay gives a task the policy wants at
+    /// `wanted`: an RT process's EDF priority or hold; a BE task's policy
+    /// level, capped (or demoted) while the RT class runs.
+    pub(super) fn class_level(&self, state: &TaskState, wanted: Level) -> Level {
+        if let Some(level) = self.classes.rt_level(state.tgid)
+            && self.is_rt_process(state.job, state.tgid)
+        {
+            return match level {
+                RtLevel::Run { prio } => Level::Boost { prio },
+                RtLevel::Hold => Level::Demote,
+            };
+        }
+        match self.classes.be_level() {
+            BeLevel::Free => wanted,
+            BeLevel::Capped if wanted.is_boost() => Level::Normal,
+            BeLevel::Capped => wanted,
+            BeLevel::Demoted if wanted == Level::Stop => wanted,
+            BeLevel::Demoted => Level::Demote,
+        }
+    }
+
+    /// Whether a task is an RT process's thread under the class overlay
+    /// (its watch flags are then the overlay's business: none).
+    pub(super) fn under_rt_overlay(&self, state: &TaskState) -> bool {
+        self.classes.rt_level(state.tgid).is_some() && self.is_rt_process(state.job, state.tgid)
+    }
+
+    /// SCHED_DEADLINE parameters for a task boosted by the overlay, with
+    /// `edf = "deadline"` and unless the kernel refused it for this task.
+    pub(super) fn deadline_for(&self, state: &TaskState, level: Level) -> Option<DeadlineParams> {
+        if self.cfg.classes.edf != EdfKind::Deadline
+            || state.deadline_refused
+            || !level.is_boost()
+            || !self.under_rt_overlay(state)
+        {
+            return None;
+        }
+        let spec = self.reg.job(state.job)?.rt.as_ref()?.spec;
+        let slack = self.cfg.classes.budget_slack_percent;
+        let margin = spec.work_ns.saturating_mul(u64::from(slack)) / 100;
+        Some(deadline_params(&spec, margin))
+    }
+
+    /// The kernel refused SCHED_DEADLINE for `tid` (its affinity is
+    /// narrower than its root domain, or the admission test failed): from
+    /// now on it runs EDF by FIFO priority.
+    pub(super) fn refuse_deadline(&mut self, tid: u32, error: &std::io::Error) {
+        let Some(state) = self.reg.task_mut(tid) else {
+            return;
+        };
+        if state.deadline_refused {
+            return;
+        }
+        state.deadline_refused = true;
+        self.metrics.rt_deadline_refused.inc();
+        tracing::warn!(
+            tid,
+            "the kernel refused SCHED_DEADLINE ({error}): this RT task runs by EDF-ordered SCHED_FIFO priority instead (SCHED_DEADLINE needs an exclusive cpuset root domain for a pinned task)"
+        );
+    }
+}
