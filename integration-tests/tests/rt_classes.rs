@@ -82,9 +82,11 @@ fn an_rt_synth_job_under_ps_is_seen_counting_frames_and_its_tasks_at_sched_fifo_
         (BAND.0..=BAND.1).contains(&priority),
         "SCHED_FIFO {priority} outside the band {BAND:?}"
     );
+    let counter = counter_dir.join(format!("{pid}.frames"));
     assert!(
-        counter_dir.join(format!("{pid}.frames")).is_file(),
-        "the rank reports into the job's counter directory"
+        eventually(Duration::from_secs(5), || counter.is_file()),
+        "the rank reports into the job's counter directory {}",
+        counter_dir.display()
     );
 
     let counted = eventually(Duration::from_secs(5), || {

@@ -63,8 +63,9 @@ impl<K: Kernel> Engine<K> {
                 self.apply_wake_settings();
                 self.update_own_priority();
                 if classes_changed {
-                    // New budgets apply from the jobs' next processes; the
-                    // mode, band and EDF realisation at once.
+                    // The mode, band and EDF realisation apply at once; a
+                    // new budget slack to the RT jobs classified from now on
+                    // (a job keeps the budget its windows started with).
                     self.apply_class_mode();
                     for tid in self.reg.task_ids() {
                         self.realize(tid, None);
