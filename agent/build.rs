@@ -13,6 +13,7 @@ const EBPF_BIN: &str = "cosched-probes";
 fn main() -> anyhow::Result<()> {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=COSCHED_BPF_LINKER_DIR");
+    println!("cargo::rerun-if-env-changed=AYA_BUILD_SKIP");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").context("OUT_DIR not set")?);
     let toolchain = env::var("RUSTUP_TOOLCHAIN").unwrap_or_default();
     // rustup reports e.g. "nightly-2026-06-24-x86_64-unknown-linux-gnu"; `rustup run`

@@ -322,6 +322,14 @@ impl Metrics {
 mod tests {
     use super::*;
 
+    /// Every line of `want` is in the rendered exposition.
+    fn assert_renders(m: &Metrics, want: &[&str]) {
+        let text = m.render();
+        for line in want {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+    }
+
     #[test]
     fn job_totals_become_counter_increments_and_every_metric_has_help() {
         let mut m = Metrics::new();
@@ -362,16 +370,16 @@ mod tests {
             ..JobStats::default()
         };
         m.update_job(4, "mpi", &t);
-        let text = m.render();
-        for want in [
-            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"recv\"} 3",
-            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"poll\"} 40",
-            "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"yield\"} 7",
-            "cosched_job_empty_receives_total{job=\"mpi\",job_id=\"4\"} 3",
-            "cosched_job_spin_episodes_total{job=\"mpi\",job_id=\"4\"} 2",
-        ] {
-            assert!(text.contains(want), "{want} missing:\n{text}");
-        }
+        assert_renders(
+            &m,
+            &[
+                "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"recv\"} 3",
+                "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"poll\"} 40",
+                "cosched_job_empty_waits_total{job=\"mpi\",job_id=\"4\",kind=\"yield\"} 7",
+                "cosched_job_empty_receives_total{job=\"mpi\",job_id=\"4\"} 3",
+                "cosched_job_spin_episodes_total{job=\"mpi\",job_id=\"4\"} 2",
+            ],
+        );
         m.remove_job(4, "mpi");
         assert!(!m.render().contains("job_id=\"4\""));
     }
@@ -434,16 +442,16 @@ mod tests {
         };
         m.update_rt_job(5, "video", counts);
         m.update_rt_job(5, "video", counts);
-        let text = m.render();
-        for want in [
-            "cosched_rt_frames_total{job=\"video\",job_id=\"5\"} 30",
-            "cosched_rt_frames_expected_total{job=\"video\",job_id=\"5\"} 40",
-            "cosched_rt_frames_missed_total{job=\"video\",job_id=\"5\"} 10",
-            "cosched_rt_overruns_total{job=\"video\",job_id=\"5\"} 1",
-            "cosched_rt_miss_rate{job=\"video\",job_id=\"5\"} 0.25",
-        ] {
-            assert!(text.contains(want), "{want} missing:\n{text}");
-        }
+        assert_renders(
+            &m,
+            &[
+                "cosched_rt_frames_total{job=\"video\",job_id=\"5\"} 30",
+                "cosched_rt_frames_expected_total{job=\"video\",job_id=\"5\"} 40",
+                "cosched_rt_frames_missed_total{job=\"video\",job_id=\"5\"} 10",
+                "cosched_rt_overruns_total{job=\"video\",job_id=\"5\"} 1",
+                "cosched_rt_miss_rate{job=\"video\",job_id=\"5\"} 0.25",
+            ],
+        );
         m.remove_job(5, "video");
         assert!(!m.render().contains("job_id=\"5\""));
     }

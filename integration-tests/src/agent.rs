@@ -22,6 +22,8 @@ pub struct TestAgent {
     pub socket: PathBuf,
     pub metrics_port: u16,
     netns: Option<String>,
+    /// Command the agent runs under (e.g. `setpriv …`), before `nsenter`'s.
+    prefix: Vec<String>,
 }
 
 /// Options for [`TestAgent::start`].
@@ -61,6 +63,12 @@ pub fn config_text(node: &str, cpus: &[u32], dir: &Path, port: u16, extra: &str)
 
 impl TestAgent {
     pub fn start(opts: AgentOpts<'_>) -> Self {
+        Self::start_under(opts, &[])
+    }
+
+    /// Starts the agent as `prefix… cosched-agent …` (e.g. under `setpriv`
+    /// with a unit's capability set).
+    pub fn start_under(opts: AgentOpts<'_>, prefix: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = crate::free_port();
         let config_path = dir.path().join("agent.toml");
@@ -77,6 +85,7 @@ impl TestAgent {
             socket,
             metrics_port: port,
             netns: opts.netns.map(|(p, i)| p.ns[i].clone()),
+            prefix: prefix.iter().map(|arg| arg.to_string()).collect(),
         };
         agent.spawn();
         agent
@@ -89,16 +98,17 @@ impl TestAgent {
             .append(true)
             .open(self.dir.path().join("agent.log"))
             .unwrap();
-        let mut cmd = match &self.netns {
-            Some(ns) => {
-                let mut c = std::process::Command::new("nsenter");
-                c.arg(format!("--net=/run/netns/{ns}"))
-                    .arg("--")
-                    .arg(crate::bin("cosched-agent"));
-                c
-            }
-            None => std::process::Command::new(crate::bin("cosched-agent")),
-        };
+        let mut argv: Vec<std::ffi::OsString> = self.prefix.iter().map(Into::into).collect();
+        if let Some(ns) = &self.netns {
+            argv.extend([
+                "nsenter".into(),
+                format!("--net=/run/netns/{ns}").into(),
+                "--".into(),
+            ]);
+        }
+        argv.push(crate::bin("cosched-agent").into());
+        let mut cmd = std::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
         cmd.arg("--config")
             .arg(&self.config_path)
             .stdout(Stdio::null())

@@ -1,4 +1,4 @@
-//! `cargo xtask test [--quick]`.
+//! `cargo xtask test [--quick] [--unit]`.
 
 use std::process::ExitCode;
 
@@ -13,9 +13,19 @@ pub struct Args {
     /// Skip `cargo fmt --check` and clippy.
     #[arg(long)]
     quick: bool,
+    /// Only the unit lane: every crate's tests but the root ones, with no
+    /// root, apt packages or bpf-linker needed (a developer's machine).
+    #[arg(long)]
+    unit: bool,
 }
 
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
-    test_pipeline::run(workspace, TestOptions { quick: args.quick })?;
+    test_pipeline::run(
+        workspace,
+        TestOptions {
+            quick: args.quick,
+            unit: args.unit,
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -187,15 +187,7 @@ fn a_process_asked_onto_the_node_is_narrowed_and_widened_back_on_release() {
     e.k.spawn(100, SchedAttr::other(0));
     e.k.spawn_thread(101, 100, SchedAttr::other(0));
     e.k.allowed_cpus = vec![0, 1];
-    e.adopt_with(
-        1,
-        "a",
-        &[100],
-        None,
-        true,
-        &cosched_proto::wire::JobClass::BestEffort,
-    )
-    .unwrap();
+    adopt_moved(&mut e, 1, "a", &[100]);
     for tid in [100, 101] {
         assert_eq!(e.k.affinity(tid).unwrap(), vec![0], "{tid} on the node");
         assert_eq!(
@@ -214,15 +206,7 @@ fn a_process_asked_onto_the_node_is_narrowed_and_widened_back_on_release() {
 fn a_process_already_on_the_node_is_not_touched_when_asked_to_move() {
     let mut e = engine();
     e.k.spawn(100, SchedAttr::other(0));
-    e.adopt_with(
-        1,
-        "a",
-        &[100],
-        None,
-        true,
-        &cosched_proto::wire::JobClass::BestEffort,
-    )
-    .unwrap();
+    adopt_moved(&mut e, 1, "a", &[100]);
     assert!(
         !e.k.calls
             .iter()
@@ -238,15 +222,7 @@ fn shutdown_widens_a_narrowed_process_back() {
     let mut e = engine();
     e.k.spawn(100, SchedAttr::other(0));
     e.k.allowed_cpus = vec![0, 1];
-    e.adopt_with(
-        1,
-        "a",
-        &[100],
-        None,
-        true,
-        &cosched_proto::wire::JobClass::BestEffort,
-    )
-    .unwrap();
+    adopt_moved(&mut e, 1, "a", &[100]);
     e.shutdown();
     assert_eq!(e.k.affinity(100).unwrap(), vec![0, 1]);
 }

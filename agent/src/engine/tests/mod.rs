@@ -27,6 +27,20 @@ fn job_a_slice_demoting_job_b(e: &mut Engine<FakeKernel>) {
     }));
 }
 
+/// Job `id` adopted with a request to move its processes onto the node's
+/// CPUs (as a coordinator-launched or attached job is).
+fn adopt_moved(e: &mut Engine<FakeKernel>, id: JobId, name: &str, pids: &[u32]) {
+    e.adopt_with(
+        id,
+        name,
+        pids,
+        None,
+        true,
+        &cosched_proto::wire::JobClass::BestEffort,
+    )
+    .unwrap();
+}
+
 /// An engine on CPU 0 running local policy `policy`.
 fn engine_with(policy: &str) -> Engine<FakeKernel> {
     engine_configured(&format!("policy = \"{policy}\""))
@@ -86,18 +100,7 @@ fn forked_thread_joins_its_job_and_is_restored_to_the_parent_original() {
     e.adopt(1, "a", &[100], Some(SchedRequest::Nice { nice: 4 }))
         .unwrap();
     // Kernel side: the child inherits nice 4 and the fork program tracks it.
-    e.k.spawn_thread(102, 100, SchedAttr::other(4));
-    e.k.track(102, 0, 1).unwrap();
-    e.k.events.push_back(Event {
-        kind: event_kind::FORK,
-        tid: 100,
-        job_id: 1,
-        flags: 0,
-        ts_ns: 1,
-        arg: 102,
-    });
-    e.k.now = 2;
-    e.drain_events();
+    fork(&mut e, 100, 102, 1);
     assert_eq!(e.reg.task(102).unwrap().job, 1);
     e.shutdown();
     assert_eq!(e.k.attr(102), SchedAttr::other(0));

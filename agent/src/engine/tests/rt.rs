@@ -268,17 +268,7 @@ fn under_ps_a_be_class_returning_after_a_long_sleep_does_not_take_the_cpu_from_a
 fn forgetting_an_rt_job_removes_its_counter_directory_and_every_priority_it_set() {
     let mut e = rt_engine("mode = \"ps\"");
     let dir = launch_rt(&mut e, 1, 100, SPEC);
-    e.k.spawn_thread(101, 100, SchedAttr::other(0));
-    e.k.track(101, 100, 1).unwrap();
-    e.k.events.push_back(Event {
-        kind: event_kind::FORK,
-        tid: 100,
-        job_id: 1,
-        flags: 0,
-        ts_ns: MS,
-        arg: 101,
-    });
-    e.drain_events();
+    fork(&mut e, 100, 101, 1);
     tick_at(&mut e, 2 * MS);
     report(&mut e, &dir, 100, 1);
     assert!(is_boost(e.k.attr(100)) && is_boost(e.k.attr(101)));
