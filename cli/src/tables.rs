@@ -304,11 +304,11 @@ pub fn status(status: &StatusView) -> String {
     if let Some(division) = &classes.division {
         let _ = writeln!(
             out,
-            "TDM period {} ms; division {} ({}) until {:.3} s",
+            "TDM period {} ms; now division {} ({}, {:.1} ms)",
             classes.tdm_period_ms,
             division.number,
             division.class,
-            division.end_ns as f64 / 1e9
+            division.end_ns.saturating_sub(division.start_ns) as f64 / 1e6
         );
         let skew = &status.division_skew;
         let _ = writeln!(
@@ -571,7 +571,7 @@ mod tests {
             text.contains("ratio 2:1 (RT:BE), admission deterministic"),
             "{text}"
         );
-        assert!(text.contains("division 7 (rt) until 1.100 s"), "{text}");
+        assert!(text.contains("now division 7 (rt, 100.0 ms)"), "{text}");
     }
 
     #[test]

@@ -212,7 +212,22 @@ impl Daemon {
     /// keys only take effect at the next start.
     fn reload(&mut self) {
         let path = self.config_path.display().to_string();
-        let outcome = match Config::load(&self.config_path) {
+        // The new table must also suit the slices and lead that keep running.
+        let loaded = Config::load(&self.config_path)
+            .map_err(|error| error.to_string())
+            .and_then(|new| {
+                new.classes
+                    .validate(
+                        self.config.nodes.len(),
+                        self.config.slice_ms,
+                        self.config.switch_lead().as_micros() as u64,
+                    )
+                    .map_err(|why| {
+                        format!("invalid config {path} for the running slices: {why}")
+                    })?;
+                Ok(new)
+            });
+        let outcome = match loaded {
             Err(error) => {
                 tracing::error!("config reload: {error}; keeping the running config");
                 "invalid"

@@ -80,13 +80,28 @@ impl Core {
 
     /// New `[classes]` settings (a config reload): under a BE/RT policy its
     /// jobs are placed again under them, as for a policy switch; refused,
-    /// keeping the old settings, when one would not keep its nodes.
+    /// keeping the old settings, when one would not keep its nodes. Under
+    /// 1GS, settings that leave its matrix as it is (Δ, w, the 2DCS costs)
+    /// are only recorded (a new w applies to later arrivals), since placing
+    /// its jobs again could give running ones other columns.
     pub fn set_classes(&mut self, classes: ClassesConfig, now_ns: u64) -> Result<(), String> {
         if classes == self.config.classes {
             return Ok(());
         }
-        if self.policy.uses_matrix() {
+        let same_matrix = self.classes.one_gs().is_some_and(|gang| {
+            *gang.config()
+                == classes.one_gs_config(self.nodes.len(), self.config.slice_ns, self.config.queue)
+        });
+        if self.policy.uses_matrix() || same_matrix {
             self.config.classes = classes;
+            if same_matrix {
+                let settings = self.config.classes.wire_settings();
+                for node in 0..self.nodes.len() {
+                    if self.nodes[node].knows(MessageKind::ClassSettings) {
+                        self.send(node, settings);
+                    }
+                }
+            }
             return Ok(());
         }
         self.change_regime(self.policy, classes, now_ns)
@@ -144,8 +159,7 @@ impl Core {
         Ok(())
     }
 
-    /// `SetPolicy`, then under a BE/RT policy `ClassSettings` (and the
-    /// current TDM division, if the node is ready).
+    /// `SetPolicy`, then under a BE/RT policy `ClassSettings`.
     pub(in crate::core) fn announce_policy(&mut self, node: NodeIndex) {
         self.send(
             node,

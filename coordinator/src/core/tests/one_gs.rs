@@ -226,3 +226,42 @@ fn switching_from_1gs_to_2dcs_keeps_its_jobs_and_waiting_ones_are_admitted_or_re
     assert_eq!(core.job_view(first).unwrap().nodes, ["n0", "n1"]);
     assert_eq!(core.job_view(first).unwrap().rows_held, Vec::<usize>::new());
 }
+
+#[test]
+fn new_settings_that_leave_the_1gs_matrix_as_it_is_are_only_recorded_and_sent() {
+    let mut core = one_gs(2);
+    let running = submit(&mut core, heavy("running", 2));
+    core.take_effects();
+    let epoch = core.epoch();
+    let longer = ClassesConfig {
+        tdm_period_ms: 300,
+        rt_max_wait_ms: 5_000,
+        ..ClassesConfig::default()
+    };
+    core.set_classes(longer, NOW_NS).unwrap();
+    assert_eq!(core.epoch(), epoch, "no re-placement, same epoch");
+    let told = sent(&core.take_effects());
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(told.iter().all(|(_, message)| matches!(
+        message,
+        Message::ClassSettings(settings) if settings.tdm_period_ns == 300 * MS
+    )));
+    assert_eq!(core.job_view(running.id).unwrap().rows_held, [0, 1]);
+    let waiting = submit(&mut core, heavy("waiting", 2));
+    assert_eq!(core.next_eviction_ns(), Some(NOW_NS + 5_000 * MS));
+    // More rows and a larger RT part change the matrix: the jobs arrive
+    // again and keep their nodes. 10 rows at 9:1 give the RT class 9; each
+    // job needs ⌈1000 · 40 / 10000⌉ = 4, so the waiting one fits too.
+    let wider = ClassesConfig {
+        one_gs_rows: 10,
+        ratio: cosched_policy::classes::FairnessRatio::new(9, 1).unwrap(),
+        ..ClassesConfig::default()
+    };
+    core.set_classes(wider, NOW_NS).unwrap();
+    assert_eq!(core.epoch(), epoch + 1);
+    assert_eq!(
+        core.job_view(waiting.id).unwrap().state,
+        JobStateView::Running
+    );
+    assert_eq!(core.job_view(running.id).unwrap().nodes, ["n0", "n1"]);
+}
