@@ -118,6 +118,7 @@ impl<K: Kernel> Engine<K> {
         let now = self.k.now_ns();
         if self.classes.set_mode(mode, band, now) {
             tracing::info!(classes = %self.class_status(), "class mode set");
+            self.update_own_priority();
             self.decide_classes(now, None);
             // Leaving a mode (or changing it) may leave tasks the overlay
             // no longer holds: every task is realised again.
@@ -154,7 +155,7 @@ impl<K: Kernel> Engine<K> {
         let live = match live {
             Some(l) => l,
             None => {
-                owned = self.k.task_stats().unwrap_or_default();
+                owned = self.live_stats().0;
                 &owned
             }
         };

@@ -1,9 +1,13 @@
 //! Driving the local policy: its ticks over the task counters, what runs on
 //! the node's CPUs, and taking its decisions.
+use cosched_agent_common::TaskStats;
 use cosched_policy::local::{Action, Level};
 
 use super::Engine;
 use crate::kernel::Kernel;
+
+/// A node CPU and the managed task holding it.
+type CpuHolder = (u32, u32);
 
 /// How far behind schedule a policy tick must be to count as late.
 const LATE_TICK_NS: u64 = 20_000_000;
@@ -36,6 +40,19 @@ impl<K: Kernel> Engine<K> {
         if policy {
             self.note_late_tick(now);
         }
+        let (live, holders) = self.live_stats();
+        if policy {
+            self.driver.tick(now, &live, &holders);
+            self.apply_policy_actions(None);
+        }
+        if rt_due {
+            self.rt_tick(now, &live);
+        }
+    }
+
+    /// The counters of the live managed tasks, and who holds the node's
+    /// CPUs (a task the agent preempted to look counts as on its CPU).
+    pub(super) fn live_stats(&self) -> (Vec<(u32, TaskStats)>, Vec<CpuHolder>) {
         // One lookup per managed task (walking the map would cost two
         // syscalls per entry plus one): this runs every tick.
         let mut live = Vec::with_capacity(self.reg.task_count());
@@ -47,19 +64,12 @@ impl<K: Kernel> Engine<K> {
             }
         }
         let holders = self.cpu_holders();
-        // A task the agent preempted to look is still the CPU's holder.
         for (tid, s) in &mut live {
             if holders.iter().any(|(_, h)| h == tid) {
                 s.on_cpu = 1;
             }
         }
-        if policy {
-            self.driver.tick(now, &live, &holders);
-            self.apply_policy_actions(None);
-        }
-        if rt_due {
-            self.rt_tick(now, &live);
-        }
+        (live, holders)
     }
 
     /// A tick far behind its schedule means the agent itself did not get

@@ -63,8 +63,9 @@ impl<K: Kernel> Engine<K> {
                 self.apply_wake_settings();
                 self.update_own_priority();
                 if classes_changed {
-                    // New budgets apply from the jobs' next processes; the
-                    // mode, band and EDF realisation at once.
+                    // The mode, band and EDF realisation apply at once; a
+                    // new budget slack to the RT jobs classified from now on
+                    // (a job keeps the budget its windows started with).
                     self.apply_class_mode();
                     for tid in self.reg.task_ids() {
                         self.realize(tid, None);
@@ -170,13 +171,25 @@ impl<K: Kernel> Engine<K> {
     /// The agent's own scheduling priority while it acts (0: time-shared).
     ///
     /// Under plain Linux scheduling (`local`, no slices) it stays
-    /// time-shared, unless a job runs at a real-time priority of its own:
-    /// such a job (always below the agent's priority, see `reserve_job`)
-    /// would otherwise delay the agent's answers and its exit.
+    /// time-shared, unless a job runs at a real-time priority of its own, or
+    /// the class overlay gives RT jobs theirs: such a job (always below the
+    /// agent's priority, see `reserve_job` and the RT band's check) would
+    /// otherwise delay the agent's answers and its exit.
     pub fn own_priority(&self) -> u32 {
         let active = self.running_policy() != PolicyKind::Local
             || self.slices_enforced
-            || self.reg.has_realtime_job();
+            || self.reg.has_realtime_job()
+            || self.class_overlay_acts();
         if active { self.cfg.agent_priority } else { 0 }
+    }
+
+    /// A class mode with a running RT job: the overlay gives its tasks FIFO
+    /// priorities, above a time-shared agent that must end them.
+    fn class_overlay_acts(&self) -> bool {
+        self.classes.mode().is_some()
+            && self
+                .reg
+                .jobs()
+                .any(|j| j.rt.is_some() && j.state == cosched_proto::control::JobState::Running)
     }
 }

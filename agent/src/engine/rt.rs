@@ -102,6 +102,7 @@ impl<K: Kernel> Engine<K> {
         for pid in pids {
             self.rt_process_added(id, pid);
         }
+        self.update_own_priority();
         Ok(dir)
     }
 
@@ -141,7 +142,10 @@ impl<K: Kernel> Engine<K> {
         if let Some(rt) = self.reg.job_mut(job).and_then(|j| j.rt.as_mut()) {
             rt.add_process(pid, RtProcess::new(dir, uid, now));
         }
-        self.decide_classes(now, None);
+        // Decided at once (its frames are due): every process of a tree or
+        // cgroup taken at once is decided by the one tick right after.
+        self.last_rt_tick = 0;
+        self.update_own_priority();
     }
 
     /// Whether `pid` is an RT process the agent accounts.

@@ -431,3 +431,17 @@ fn the_frame_reports_for_the_coordinator_sum_the_jobs_processes() {
     );
     assert_eq!(r.work_p95_ns, Some(2 * MS));
 }
+
+#[test]
+fn the_agent_runs_above_the_rt_band_while_the_class_overlay_gives_rt_tasks_priorities() {
+    let mut off = rt_engine("mode = \"off\"");
+    launch_rt(&mut off, 1, 100, SPEC);
+    assert_eq!(off.k.own_attr.policy, SchedPolicy::Other, "nothing to end");
+    let mut e = rt_engine("mode = \"ps\"");
+    launch_rt(&mut e, 1, 100, SPEC);
+    let own = e.k.own_attr;
+    assert_eq!((own.policy, own.priority), (SchedPolicy::Fifo, 50));
+    e.k.exit(100, 3 * MS);
+    e.poll(4 * MS, 0.0);
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "the RT job ended");
+}
