@@ -53,7 +53,10 @@ enum Command {
         /// The program; without it, the first word after `--` is.
         #[arg(long)]
         command: Option<String>,
-        /// `be` (default) or `rt:<period_ns>:<frames>:<work_ns>`.
+        /// `be` (default) or `rt:<period_ns>:<frames>:<work_ns>` (real-time:
+        /// `frames` frames of `work_ns` CPU each per `frames × period_ns`;
+        /// only under one-level-gang, 2dcs-tdm or 2dcs-ps, through their
+        /// admission control).
         #[arg(long, default_value = "be")]
         class: String,
         /// Never pair this job with another (paired gang).
@@ -195,7 +198,10 @@ enum NodeAction {
 
 #[derive(Subcommand)]
 enum PolicyAction {
-    /// Switch the global policy: fcfs, gang, paired-gang or fcs.
+    /// Switch the global policy: fcfs, gang, paired-gang, fcs, or one of the
+    /// policies that take real-time jobs: one-level-gang, 2dcs-tdm, 2dcs-ps.
+    /// Refused, naming the jobs, when a running job could not keep its nodes
+    /// (or its real-time guarantee) under the new policy.
     Set { policy: GlobalPolicy },
 }
 
@@ -248,7 +254,21 @@ fn render(reply: &Reply, policy_only: bool) -> String {
         ),
         Reply::Detached { job } => format!("job {} ended ({})\n", job.id, job.state.as_str()),
         Reply::Submitted { job } => match job.queue_position {
+            Some(position) if job.admission.is_some() => format!(
+                "real-time job {} waiting for its rows (position {position}; evicted if it waits too long)\n",
+                job.id
+            ),
             Some(position) => format!("job {} queued (position {position})\n", job.id),
+            None if job.row.is_none() => format!(
+                "job {} running on {}{}\n",
+                job.id,
+                job.nodes.join(","),
+                if job.admission.is_some() {
+                    " (admitted)"
+                } else {
+                    ""
+                }
+            ),
             None => format!(
                 "job {} running in row {} on {}\n",
                 job.id,
@@ -345,5 +365,48 @@ fn main() -> ExitCode {
             eprintln!("cosched: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_name_parses_for_policy_set() {
+        for policy in GlobalPolicy::ALL {
+            let cli = Cli::try_parse_from(["cosched", "policy", "set", policy.as_str()]).unwrap();
+            let request = request(cli.command).unwrap();
+            assert_eq!(request, Request::SetPolicy { policy });
+        }
+        assert!(Cli::try_parse_from(["cosched", "policy", "set", "2dcs"]).is_err());
+    }
+
+    #[test]
+    fn a_real_time_submission_carries_its_class() {
+        let cli = Cli::try_parse_from([
+            "cosched",
+            "submit",
+            "--name",
+            "video",
+            "--nodes",
+            "2",
+            "--class",
+            "rt:10000000:2:1000000",
+            "--",
+            "/bin/video",
+        ])
+        .unwrap();
+        let Request::Submit { job } = request(cli.command).unwrap() else {
+            panic!("a submission");
+        };
+        assert_eq!(
+            job.class,
+            cosched_proto::wire::JobClass::RealTime {
+                period_ns: 10_000_000,
+                frames: 2,
+                work_ns: 1_000_000
+            }
+        );
     }
 }

@@ -40,6 +40,24 @@ fn percent(value: Option<f64>) -> String {
     value.map_or_else(|| "-".into(), |value| format!("{value:.1}"))
 }
 
+/// The row (1GS: every row it holds, `+` replicas).
+fn rows(job: &JobView) -> String {
+    if job.rows_held.is_empty() {
+        return job.row.map_or_else(|| "-".into(), |row| row.to_string());
+    }
+    let list = |rows: &[usize]| {
+        rows.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if job.replica_rows.is_empty() {
+        list(&job.rows_held)
+    } else {
+        format!("{}+{}", list(&job.rows_held), list(&job.replica_rows))
+    }
+}
+
 pub fn jobs(jobs: &[JobView]) -> String {
     if jobs.is_empty() {
         return "no jobs\n".into();
@@ -59,13 +77,18 @@ pub fn jobs(jobs: &[JobView]) -> String {
                 } else {
                     job.nodes.join(",")
                 },
-                job.row.map_or_else(|| "-".into(), |row| row.to_string()),
+                rows(job),
                 format!("{}{}", job.class, if job.exclusive { ",excl" } else { "" }),
                 percent(job.cpu_percent),
                 percent(job.predicted_percent),
                 job.pair
                     .clone()
                     .or_else(|| job.reason.clone())
+                    .or_else(|| {
+                        job.admission
+                            .as_ref()
+                            .map(|admission| admission.state.clone())
+                    })
                     .unwrap_or_else(|| "-".into()),
             ]
         })
@@ -95,6 +118,45 @@ pub fn job(job: &JobView) -> String {
     if let Some(port) = job.port {
         let _ = writeln!(out, "port: {port}");
     }
+    if let Some(admission) = &job.admission {
+        match &admission.reason {
+            Some(reason) => {
+                let _ = writeln!(out, "admission: {} ({reason})", admission.state);
+            }
+            None => {
+                let _ = writeln!(out, "admission: {}", admission.state);
+            }
+        }
+    }
+    if !job.rows_held.is_empty() {
+        let _ = writeln!(
+            out,
+            "1GS rows: {:?} held, {:?} as replicas",
+            job.rows_held, job.replica_rows
+        );
+    }
+    if let Some(guarantee) = &job.guarantee {
+        let _ = writeln!(out, "guarantee: {guarantee}");
+    }
+    if let Some(frames) = &job.frames {
+        let _ = writeln!(
+            out,
+            "frames: {} done; {} due in closed windows, {} met, {} missed ({}) on {} node(s){}",
+            frames.frames,
+            frames.expected,
+            frames.met,
+            frames.missed,
+            frames.miss_rate_percent.map_or_else(
+                || "no window closed yet".into(),
+                |rate| format!("{rate:.2}% missed")
+            ),
+            frames.nodes_reporting,
+            frames.work_p95_ns.map_or_else(String::new, |work| format!(
+                "; p95 work {:.3} ms per frame",
+                work as f64 / 1e6
+            ))
+        );
+    }
     for rank in &job.ranks {
         let _ = writeln!(out, "rank {} on {}: {}", rank.rank, rank.node, rank.state);
     }
@@ -114,12 +176,25 @@ pub fn matrix(matrix: &MatrixView) -> String {
             } else {
                 ""
             };
-            let mut line = vec![format!("{row}{marker}")];
-            line.extend(
-                cells
-                    .iter()
-                    .map(|cell| cell.map_or_else(|| ".".into(), |job| job.to_string())),
-            );
+            let class = matrix
+                .row_classes
+                .get(row)
+                .map_or_else(String::new, |class| format!(" {class}"));
+            let mut line = vec![format!("{row}{marker}{class}")];
+            let replica = |node: usize| {
+                matrix
+                    .replicas
+                    .get(row)
+                    .and_then(|row| row.get(node))
+                    .copied()
+                    .unwrap_or(false)
+            };
+            line.extend(cells.iter().enumerate().map(|(node, cell)| {
+                cell.map_or_else(
+                    || ".".into(),
+                    |job| format!("{job}{}", if replica(node) { "+" } else { "" }),
+                )
+            }));
             line
         })
         .collect();
@@ -136,7 +211,12 @@ pub fn matrix(matrix: &MatrixView) -> String {
     };
     let _ = writeln!(
         out,
-        "(* = running now) alternates: {}",
+        "(* = running now{}) alternates: {}",
+        if matrix.replicas.is_empty() {
+            ""
+        } else {
+            ", + = replica"
+        },
         list(&matrix.alternates)
     );
     let _ = writeln!(out, "queue: {}", list(&matrix.queue));
@@ -190,7 +270,7 @@ pub fn nodes(nodes: &[NodeView]) -> String {
 
 pub fn status(status: &StatusView) -> String {
     let skew = &status.skew;
-    format!(
+    let mut out = format!(
         "policy: {}\nslice: {} ms (switches announced {} us ahead)\nepoch: {} ({} slices)\nnodes: {}/{} connected\njobs: {} running, {} queued\nswitch skew over {} slices: p50 {:.1} us, p99 {:.1} us, max {:.1} us\n",
         status.policy,
         status.slice_ms,
@@ -205,7 +285,42 @@ pub fn status(status: &StatusView) -> String {
         skew.p50_s * 1e6,
         skew.p99_s * 1e6,
         skew.max_s * 1e6,
-    )
+    );
+    let Some(classes) = &status.classes else {
+        return out;
+    };
+    let _ = writeln!(
+        out,
+        "classes: ratio {} (RT:BE), admission {}, {} RT jobs admitted, {} waiting",
+        classes.ratio, classes.admission, classes.rt_jobs_admitted, classes.rt_jobs_waiting
+    );
+    if let (Some(rt), Some(be)) = (classes.one_gs_rows_rt, classes.one_gs_rows_be) {
+        let _ = writeln!(
+            out,
+            "1GS rows: {rt} RT, {be} BE; an RT job waits at most {} ms",
+            classes.rt_max_wait_ms
+        );
+    }
+    if let Some(division) = &classes.division {
+        let _ = writeln!(
+            out,
+            "TDM period {} ms; now division {} ({}, {:.1} ms)",
+            classes.tdm_period_ms,
+            division.number,
+            division.class,
+            division.end_ns.saturating_sub(division.start_ns) as f64 / 1e6
+        );
+        let skew = &status.division_skew;
+        let _ = writeln!(
+            out,
+            "division skew over {} divisions: p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+            skew.samples,
+            skew.p50_s * 1e6,
+            skew.p99_s * 1e6,
+            skew.max_s * 1e6
+        );
+    }
+    out
 }
 
 /// The jobs one agent manages (`cosched node jobs`).
@@ -302,6 +417,11 @@ mod tests {
             ranks: vec![],
             reason: None,
             submitted_unix_ms: 0,
+            admission: None,
+            rows_held: vec![],
+            replica_rows: vec![],
+            guarantee: None,
+            frames: None,
         }
     }
 
@@ -345,10 +465,113 @@ mod tests {
             active_rows: vec![1],
             alternates: vec![],
             queue: vec![5],
+            row_classes: vec![],
+            replicas: vec![],
         };
         let text = matrix(&view);
         assert!(text.contains("1*   2   ."), "{text}");
         assert!(text.contains("queue: 5"), "{text}");
+    }
+
+    #[test]
+    fn a_1gs_matrix_marks_row_classes_and_replicas() {
+        let view = MatrixView {
+            nodes: vec!["n0".into(), "n1".into()],
+            cells: vec![vec![Some(1), Some(1)], vec![Some(1), Some(1)]],
+            active_rows: vec![0],
+            alternates: vec![],
+            queue: vec![],
+            row_classes: vec!["rt".into(), "be".into()],
+            replicas: vec![vec![false, false], vec![true, true]],
+        };
+        let text = matrix(&view);
+        assert!(text.contains("0* rt  1   1"), "{text}");
+        assert!(text.contains("1 be   1+  1+"), "{text}");
+        assert!(text.contains("+ = replica"), "{text}");
+    }
+
+    #[test]
+    fn an_rt_job_shows_its_admission_rows_guarantee_and_frames() {
+        use cosched_coordinator::admin::protocol::{AdmissionView, FramesView};
+        let job = JobView {
+            class: "rt(10000000ns/2x1000000ns)".into(),
+            pair: None,
+            admission: Some(AdmissionView {
+                state: "admitted".into(),
+                reason: None,
+            }),
+            rows_held: vec![0, 1],
+            replica_rows: vec![2],
+            guarantee: Some("2 of 2 rows needed".into()),
+            frames: Some(FramesView {
+                nodes_reporting: 2,
+                frames: 410,
+                expected: 400,
+                met: 398,
+                missed: 2,
+                miss_rate_percent: Some(0.5),
+                work_p95_ns: Some(900_000),
+            }),
+            ..running_job()
+        };
+        let text = self::job(&job);
+        assert!(text.contains("  0,1+2  "), "{text}");
+        assert!(text.contains("admission: admitted\n"), "{text}");
+        assert!(text.contains("guarantee: 2 of 2 rows needed"), "{text}");
+        assert!(
+            text.contains("2 missed (0.50% missed) on 2 node(s); p95 work 0.900 ms"),
+            "{text}"
+        );
+        let rejected = JobView {
+            admission: Some(AdmissionView {
+                state: "rejected".into(),
+                reason: Some("evicted: waited 30000 ms".into()),
+            }),
+            ..job
+        };
+        assert!(self::job(&rejected).contains("admission: rejected (evicted: waited 30000 ms)"));
+    }
+
+    #[test]
+    fn status_shows_the_ratio_admission_and_current_division() {
+        use cosched_coordinator::admin::protocol::{ClassesStatusView, DivisionView, SkewSummary};
+        use cosched_coordinator::policy::GlobalPolicy;
+        let view = StatusView {
+            policy: GlobalPolicy::TwoDcsTdm,
+            slice_ms: 100,
+            switch_lead_us: 5000,
+            epoch: 2,
+            slices: 0,
+            nodes_connected: 2,
+            nodes: 2,
+            jobs_running: 1,
+            jobs_queued: 0,
+            skew: SkewSummary::default(),
+            division_skew: SkewSummary::default(),
+            classes: Some(ClassesStatusView {
+                ratio: "2:1".into(),
+                admission: "deterministic".into(),
+                tdm_period_ms: 150,
+                rt_max_wait_ms: 30000,
+                one_gs_rows_rt: None,
+                one_gs_rows_be: None,
+                rt_jobs_admitted: 1,
+                rt_jobs_waiting: 0,
+                division: Some(DivisionView {
+                    number: 7,
+                    class: "rt".into(),
+                    start_ns: 1_000_000_000,
+                    end_ns: 1_100_000_000,
+                }),
+            }),
+        };
+        let text = status(&view);
+        assert!(text.contains("policy: 2dcs-tdm"), "{text}");
+        assert!(
+            text.contains("ratio 2:1 (RT:BE), admission deterministic"),
+            "{text}"
+        );
+        assert!(text.contains("now division 7 (rt, 100.0 ms)"), "{text}");
     }
 
     #[test]

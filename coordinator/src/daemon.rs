@@ -1,8 +1,9 @@
 //! The coordinator's async edge: the agent listener, the admin socket, the
-//! metrics endpoint and the slice clock, all feeding one [`Core`] owned by
-//! the main loop.
+//! metrics endpoint, the slice (or division) clock, the 1GS eviction timer
+//! and SIGHUP (reload of `[classes]`), all feeding one [`Core`] owned by the
+//! main loop.
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+use std::{collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
 
 use anyhow::Context as _;
 use cosched_proto::wire::{Message, Role, SessionConfig};
@@ -32,6 +33,8 @@ struct Connection {
 
 struct Daemon {
     config: Config,
+    /// Where the config came from (reread on SIGHUP).
+    config_path: PathBuf,
     core: Core,
     metrics: Metrics,
     persister: Persister,
@@ -47,7 +50,8 @@ pub fn load_core(config: &Config) -> anyhow::Result<Core> {
     let core_config = CoreConfig::from(config);
     match persist::load(&config.state_file)? {
         Some(state) => {
-            let core = Core::restore(core_config, state).map_err(anyhow::Error::msg)?;
+            let core =
+                Core::restore(core_config, state, monotonic_ns()).map_err(anyhow::Error::msg)?;
             tracing::info!(
                 state = %config.state_file.display(),
                 epoch = core.epoch(),
@@ -60,8 +64,9 @@ pub fn load_core(config: &Config) -> anyhow::Result<Core> {
     }
 }
 
-/// Runs the coordinator until SIGTERM/SIGINT.
-pub async fn run(config: Config) -> anyhow::Result<()> {
+/// Runs the coordinator until SIGTERM/SIGINT; SIGHUP rereads `config_path`
+/// and applies its `[classes]` table.
+pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
     let secret = config.load_secret()?;
     let core = load_core(&config)?;
     let metrics = Metrics::new();
@@ -107,9 +112,11 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     });
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
     let mut daemon = Daemon {
         node_conn: vec![None; config.nodes.len()],
         config,
+        config_path,
         core,
         metrics,
         persister,
@@ -133,13 +140,19 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     loop {
         let plan_at = instant_at(next_start_ns.saturating_sub(lead_ns));
         let checks_due = daemon.core.next_check_deadline().map(instant_at);
+        let evictions_due = daemon.core.next_eviction_ns().map(instant_at);
         tokio::select! {
             _ = sigterm.recv() => break,
             _ = sigint.recv() => break,
+            _ = sighup.recv() => daemon.reload(),
             Some(event) = events.recv() => daemon.on_event(event),
             Some((request, reply)) = calls.recv() => daemon.on_admin(request, reply),
             () = sleep_until_some(checks_due) => {
                 daemon.core.expire_checks(monotonic_ns());
+                daemon.apply_effects();
+            }
+            () = sleep_until_some(evictions_due) => {
+                daemon.core.evict_expired(monotonic_ns());
                 daemon.apply_effects();
             }
             () = tokio::time::sleep_until(plan_at) => {
@@ -149,8 +162,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
                     // with a full lead instead of one already late.
                     next_start_ns = now + lead_ns;
                 }
-                daemon.plan(next_start_ns);
-                next_start_ns += slice_ns;
+                next_start_ns = daemon.plan(next_start_ns, slice_ns);
             }
         }
     }
@@ -182,10 +194,77 @@ fn instant_at(monotonic: u64) -> Instant {
 }
 
 impl Daemon {
-    fn plan(&mut self, start_ns: u64) {
-        let observations = self.core.plan_slice(start_ns);
-        self.metrics.observe(&observations);
-        self.metrics.slices.inc();
+    /// Plans the switch at `start_ns`; returns when the next one starts.
+    fn plan(&mut self, start_ns: u64, slice_ns: u64) -> u64 {
+        let sends_slices = self.core.policy().uses_matrix()
+            || self.core.policy() == crate::policy::GlobalPolicy::OneLevelGang;
+        let planned = self.core.plan(start_ns, slice_ns);
+        self.metrics.observe(&planned.observations);
+        if sends_slices {
+            self.metrics.slices.inc();
+        }
+        self.apply_effects();
+        planned.next_start_ns
+    }
+
+    /// SIGHUP: rereads the config. A bad file, or `[classes]` settings that
+    /// a running job could not keep its nodes under, change nothing; other
+    /// keys only take effect at the next start.
+    fn reload(&mut self) {
+        let path = self.config_path.display().to_string();
+        // The new table must also suit the slices and lead that keep running.
+        let loaded = Config::load(&self.config_path)
+            .map_err(|error| error.to_string())
+            .and_then(|new| {
+                new.classes
+                    .validate(
+                        self.config.nodes.len(),
+                        self.config.slice_ms,
+                        self.config.switch_lead().as_micros() as u64,
+                    )
+                    .map_err(|why| {
+                        format!("invalid config {path} for the running slices: {why}")
+                    })?;
+                Ok(new)
+            });
+        let outcome = match loaded {
+            Err(error) => {
+                tracing::error!("config reload: {error}; keeping the running config");
+                "invalid"
+            }
+            Ok(new) => {
+                let mut rest = new.clone();
+                rest.classes = self.config.classes.clone();
+                if rest != self.config {
+                    tracing::warn!(
+                        config = %path,
+                        "config reload: only [classes] is applied at run time; the other changes take effect at the next start (switch the policy with `cosched policy set`)"
+                    );
+                }
+                if new.classes == self.config.classes {
+                    "unchanged"
+                } else {
+                    match self.core.set_classes(new.classes.clone(), monotonic_ns()) {
+                        Ok(()) => {
+                            tracing::info!(config = %path, "config reload: [classes] applied");
+                            self.config.classes = new.classes;
+                            "applied"
+                        }
+                        Err(why) => {
+                            tracing::error!(
+                                config = %path,
+                                "config reload: [classes] refused, keeping the running settings: {why}"
+                            );
+                            "refused"
+                        }
+                    }
+                }
+            }
+        };
+        self.metrics
+            .config_reloads
+            .with_label_values(&[outcome])
+            .inc();
         self.apply_effects();
     }
 
@@ -197,9 +276,10 @@ impl Daemon {
                 Effect::Persist => persist = true,
                 Effect::Submitted { check, result } => {
                     if let Some(reply) = self.submitters.remove(&check) {
-                        self.answer_submitter(result, reply);
+                        self.answer_submitter(result.map(|job| *job), reply);
                     }
                 }
+                Effect::Observed(observed) => self.metrics.observed(&observed),
             }
         }
         if persist {
@@ -325,6 +405,12 @@ impl Daemon {
                 let observations = self.core.slice_switched(node, &switched);
                 self.metrics.observe(&observations);
             }
+            Message::DivisionSwitched(switched) => self.core.division_switched(node, &switched),
+            Message::FrameReport(report) => {
+                if let Err(why) = self.core.frame_report(node, &report) {
+                    tracing::debug!(node = %name, "frame counts ignored: {why}");
+                }
+            }
             Message::Error(report) => {
                 tracing::warn!(node = %name, reason = %report.reason, "agent reported an error");
             }
@@ -422,7 +508,7 @@ impl Daemon {
                 nodes: self.core.nodes_view(),
             },
             Request::SetPolicy { policy } => {
-                self.core.set_policy(policy)?;
+                self.core.set_policy(policy, monotonic_ns())?;
                 Reply::Policy { policy }
             }
             Request::Status => Reply::Status {

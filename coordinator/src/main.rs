@@ -8,7 +8,7 @@ use cosched_coordinator::{config::Config, daemon, priority};
 #[derive(Parser)]
 #[command(
     version,
-    about = "cosched coordinator: jobs, the Ousterhout matrix, synchronised gang and paired-gang slices"
+    about = "cosched coordinator: jobs, the Ousterhout matrix, synchronised gang and paired-gang slices, best-effort and real-time jobs together"
 )]
 struct Args {
     /// Coordinator config (TOML).
@@ -51,5 +51,5 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    runtime.block_on(daemon::run(config))
+    runtime.block_on(daemon::run(config, args.config))
 }

@@ -7,7 +7,7 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-use crate::core::SwitchObservation;
+use crate::core::{Observed, SwitchObservation};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -26,6 +26,13 @@ pub struct Metrics {
     pub clock_offset: GaugeVec,
     pub clock_uncertainty: GaugeVec,
     pub state_write_errors: IntCounter,
+    pub rt_admitted: IntCounter,
+    pub rt_rejected: IntCounterVec,
+    pub rt_evicted: IntCounter,
+    pub division_switches: IntCounterVec,
+    pub division_skew: Histogram,
+    pub division_lateness: Histogram,
+    pub config_reloads: IntCounterVec,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(registry: &Registry, metric: T) -> T {
@@ -141,6 +148,59 @@ impl Metrics {
                 )
                 .expect("valid metric"),
             ),
+            rt_admitted: register(
+                r,
+                IntCounter::new(
+                    "cosched_rt_jobs_admitted_total",
+                    "Real-time jobs that got their rows (1GS) or nodes (2DCS) under admission control.",
+                )
+                .expect("valid metric"),
+            ),
+            rt_rejected: counter_vec(
+                "cosched_rt_jobs_rejected_total",
+                "Real-time jobs refused at submission, by reason (window_capacity, utilization, rows, allocation, invalid_spec, policy).",
+                &["reason"],
+            ),
+            rt_evicted: register(
+                r,
+                IntCounter::new(
+                    "cosched_rt_jobs_evicted_total",
+                    "Real-time jobs evicted after waiting classes.rt_max_wait_ms for 1GS rows.",
+                )
+                .expect("valid metric"),
+            ),
+            division_switches: counter_vec(
+                "cosched_division_switches_total",
+                "2DCS-TDM divisions broadcast, by class (real-time, best-effort).",
+                &["class"],
+            ),
+            division_skew: register(
+                r,
+                Histogram::with_opts(
+                    HistogramOpts::new(
+                        "cosched_division_switch_skew_seconds",
+                        "Per 2DCS-TDM division, the spread of the instants the nodes switched at (coordinator clock).",
+                    )
+                    .buckets(switch_buckets()),
+                )
+                .expect("valid metric"),
+            ),
+            division_lateness: register(
+                r,
+                Histogram::with_opts(
+                    HistogramOpts::new(
+                        "cosched_division_switch_lateness_seconds",
+                        "Per node and 2DCS-TDM division, how far from the announced instant the node switched (absolute).",
+                    )
+                    .buckets(switch_buckets()),
+                )
+                .expect("valid metric"),
+            ),
+            config_reloads: counter_vec(
+                "cosched_config_reloads_total",
+                "Config reloads (SIGHUP) by outcome (applied, invalid, refused, unchanged).",
+                &["outcome"],
+            ),
             registry,
         }
     }
@@ -156,6 +216,28 @@ impl Metrics {
                 SwitchObservation::Lateness { seconds, .. } => {
                     self.switch_lateness.observe(seconds.abs());
                 }
+            }
+        }
+    }
+
+    /// Counts what the core observed under the BE/RT policies.
+    pub fn observed(&self, observed: &Observed) {
+        match observed {
+            Observed::RtAdmitted => self.rt_admitted.inc(),
+            Observed::RtRejected { reason } => {
+                self.rt_rejected.with_label_values(&[reason]).inc();
+            }
+            Observed::RtEvicted => self.rt_evicted.inc(),
+            Observed::DivisionSwitch { class } => {
+                self.division_switches
+                    .with_label_values(&[class.as_str()])
+                    .inc();
+            }
+            Observed::DivisionSkew(SwitchObservation::Skew { seconds, .. }) => {
+                self.division_skew.observe(*seconds);
+            }
+            Observed::DivisionSkew(SwitchObservation::Lateness { seconds, .. }) => {
+                self.division_lateness.observe(seconds.abs());
             }
         }
     }
@@ -192,6 +274,34 @@ mod tests {
         );
         for line in text.lines().filter(|line| line.starts_with("# HELP")) {
             assert!(line.split_whitespace().count() > 3, "empty help: {line}");
+        }
+    }
+
+    #[test]
+    fn class_observations_land_in_their_metrics() {
+        use cosched_proto::wire::DivisionClass;
+        let metrics = Metrics::new();
+        metrics.observed(&Observed::RtAdmitted);
+        metrics.observed(&Observed::RtRejected {
+            reason: "window_capacity",
+        });
+        metrics.observed(&Observed::RtEvicted);
+        metrics.observed(&Observed::DivisionSwitch {
+            class: DivisionClass::RealTime,
+        });
+        metrics.observed(&Observed::DivisionSkew(SwitchObservation::Skew {
+            seconds: 30e-6,
+            nodes: 2,
+        }));
+        let text = metrics.render();
+        for expected in [
+            "cosched_rt_jobs_admitted_total 1",
+            "cosched_rt_jobs_rejected_total{reason=\"window_capacity\"} 1",
+            "cosched_rt_jobs_evicted_total 1",
+            "cosched_division_switches_total{class=\"real-time\"} 1",
+            "cosched_division_switch_skew_seconds_count 1",
+        ] {
+            assert!(text.contains(expected), "{expected}: {text}");
         }
     }
 }

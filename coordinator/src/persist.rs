@@ -151,6 +151,8 @@ mod tests {
             job_port_count: 10,
             finished_retention: 10,
             check_timeout_ns: 1_000_000_000,
+            slice_ns: 100_000_000,
+            classes: Default::default(),
         })
         .unwrap()
     }

@@ -18,10 +18,32 @@ pub enum GlobalPolicy {
     /// Flexible coscheduling (the Scheduler Testbed report §2.4): gang slots, inside which each
     /// agent's local FCS policy classifies and schedules the processes.
     Fcs,
+    /// One-level gang scheduling of BE and RT jobs (the BE/RT coscheduling
+    /// paper §4.1): a matrix of `classes.one_gs_rows` rows split x:y between
+    /// the classes, replication into idle cells, r rows per admitted RT job.
+    OneLevelGang,
+    /// Two-level dynamic coscheduling with rigid time-division multiplexing
+    /// (§4.2): the cluster alternates RT and BE divisions of Δ split x:y;
+    /// each node schedules its classes itself inside them.
+    #[serde(rename = "2dcs-tdm")]
+    TwoDcsTdm,
+    /// Two-level dynamic coscheduling with proportional share (§4.3): each
+    /// node shares its CPUs between the classes x:y by virtual time; nothing
+    /// is broadcast.
+    #[serde(rename = "2dcs-ps")]
+    TwoDcsPs,
 }
 
 impl GlobalPolicy {
-    pub const ALL: [GlobalPolicy; 4] = [Self::Fcfs, Self::Gang, Self::PairedGang, Self::Fcs];
+    pub const ALL: [GlobalPolicy; 7] = [
+        Self::Fcfs,
+        Self::Gang,
+        Self::PairedGang,
+        Self::Fcs,
+        Self::OneLevelGang,
+        Self::TwoDcsTdm,
+        Self::TwoDcsPs,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -29,6 +51,9 @@ impl GlobalPolicy {
             Self::Gang => "gang",
             Self::PairedGang => "paired-gang",
             Self::Fcs => "fcs",
+            Self::OneLevelGang => "one-level-gang",
+            Self::TwoDcsTdm => "2dcs-tdm",
+            Self::TwoDcsPs => "2dcs-ps",
         }
     }
 
@@ -42,6 +67,21 @@ impl GlobalPolicy {
     pub fn is_space_sharing(self) -> bool {
         self == Self::Fcfs
     }
+
+    /// Whether the policy tells BE and RT jobs apart (admission, class
+    /// shares): the only policies that take RT jobs.
+    pub fn has_classes(self) -> bool {
+        matches!(self, Self::OneLevelGang | Self::TwoDcsTdm | Self::TwoDcsPs)
+    }
+
+    /// Whether jobs hold cells of the Ousterhout matrix (`Core::matrix`)
+    /// and rotate through its rows: fcfs, gang, paired gang, fcs.
+    pub fn uses_matrix(self) -> bool {
+        !self.has_classes()
+    }
+
+    /// The names of the policies that take RT jobs, for messages.
+    pub const CLASS_POLICIES: &'static str = "one-level-gang, 2dcs-tdm or 2dcs-ps";
 }
 
 impl fmt::Display for GlobalPolicy {
@@ -52,7 +92,9 @@ impl fmt::Display for GlobalPolicy {
 
 /// An unknown policy name; the message lists the known ones.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown policy {0:?} (known: fcfs, gang, paired-gang, fcs)")]
+#[error(
+    "unknown policy {0:?} (known: fcfs, gang, paired-gang, fcs, one-level-gang, 2dcs-tdm, 2dcs-ps)"
+)]
 pub struct UnknownPolicy(pub String);
 
 impl FromStr for GlobalPolicy {
@@ -82,6 +124,24 @@ mod tests {
     #[test]
     fn unknown_name_lists_the_known_ones() {
         let error = "round-robin".parse::<GlobalPolicy>().unwrap_err();
-        assert!(error.to_string().contains("paired-gang"), "{error}");
+        for policy in GlobalPolicy::ALL {
+            assert!(error.to_string().contains(policy.as_str()), "{error}");
+        }
+    }
+
+    #[test]
+    fn only_the_be_rt_policies_have_classes_and_they_use_no_ousterhout_matrix() {
+        let classes: Vec<&str> = GlobalPolicy::ALL
+            .into_iter()
+            .filter(|policy| policy.has_classes())
+            .map(GlobalPolicy::as_str)
+            .collect();
+        assert_eq!(classes, ["one-level-gang", "2dcs-tdm", "2dcs-ps"]);
+        assert_eq!(classes.join(", "), "one-level-gang, 2dcs-tdm, 2dcs-ps");
+        assert!(
+            GlobalPolicy::ALL
+                .into_iter()
+                .all(|policy| policy.uses_matrix() != policy.has_classes())
+        );
     }
 }

@@ -61,10 +61,12 @@
 //! - `stream` (feature `tokio`): async helpers that drive a session on a byte stream.
 
 mod channel;
+pub mod classes;
 mod clock;
 mod decoder;
 mod error;
 mod frame;
+pub mod frame_reports;
 pub mod handshake;
 mod header;
 mod hex;
@@ -85,10 +87,12 @@ pub mod programs;
 pub mod slices;
 
 pub use channel::{Opener, Sealer};
+pub use classes::{ClassSettings, DivisionClass, DivisionSwitched, SwitchDivision};
 pub use clock::{ClockSample, monotonic_ns};
 pub use decoder::{FrameDecoder, Frames, decode_frame};
 pub use error::{RejectReason, WireError};
 pub use frame::RawFrame;
+pub use frame_reports::{FrameReport, JobFrames};
 pub use handshake::{Nonce, PeerInfo, Role};
 pub use header::{
     FrameHeader, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, PROTOCOL_MAJOR, PROTOCOL_MINOR,

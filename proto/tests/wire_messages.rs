@@ -7,7 +7,8 @@ mod support;
 use std::collections::HashSet;
 
 use cosched_proto::wire::{
-    ClockSample, Heartbeat, HeartbeatReply, JobUtilisation, Message, MessageKind, UtilReport,
+    ClassSettings, ClockSample, DivisionClass, FrameReport, Heartbeat, HeartbeatReply, JobFrames,
+    JobUtilisation, Message, MessageKind, ProtocolVersion, SwitchDivision, UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -182,6 +183,135 @@ fn heartbeat_exchange_estimates_offset() {
     let sample = ClockSample::from_reply(&reply, 1_045);
     assert_eq!(sample.offset_ns, -500);
     assert_eq!(sample.round_trip_ns, 40);
+}
+
+#[test]
+fn a_division_that_does_not_end_after_it_starts_is_refused_both_ways() {
+    let empty = Message::SwitchDivision(SwitchDivision {
+        epoch: 1,
+        division: 2,
+        class: DivisionClass::RealTime,
+        apply_at_ns: 500,
+        ends_at_ns: 500,
+    });
+    let (_, mut coordinator) = establish();
+    let error = coordinator.seal(&empty).unwrap_err();
+    assert_eq!(error.reason(), "payload_encode");
+    assert!(error.to_string().contains("division 2"), "{error}");
+    let error = Message::decode_payload(
+        MessageKind::SwitchDivision,
+        br#"{"epoch":1,"division":2,"class":"real-time","apply_at_ns":9,"ends_at_ns":3}"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.reason(), "payload_decode");
+}
+
+#[test]
+fn division_classes_travel_as_kebab_case_names_and_others_are_refused() {
+    let bytes = Message::SwitchDivision(SwitchDivision {
+        epoch: 1,
+        division: 0,
+        class: DivisionClass::BestEffort,
+        apply_at_ns: 1,
+        ends_at_ns: 2,
+    })
+    .encode_payload()
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(json["class"], "best-effort");
+    let error = Message::decode_payload(
+        MessageKind::SwitchDivision,
+        br#"{"epoch":1,"division":2,"class":"gold","apply_at_ns":1,"ends_at_ns":3}"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.reason(), "payload_decode");
+}
+
+#[test]
+fn class_settings_with_a_zero_part_or_period_are_refused() {
+    let (_, mut coordinator) = establish();
+    for (ratio_rt, ratio_be, tdm_period_ns) in [(0, 1, 1), (2, 0, 1), (2, 1, 0)] {
+        let settings = Message::ClassSettings(ClassSettings {
+            ratio_rt,
+            ratio_be,
+            tdm_period_ns,
+        });
+        assert_eq!(
+            coordinator.seal(&settings).unwrap_err().reason(),
+            "payload_encode"
+        );
+    }
+}
+
+fn frames(job_id: u32, frames: u64, expected: u64, met: u64, missed: u64) -> JobFrames {
+    JobFrames {
+        job_id,
+        frames,
+        expected,
+        met,
+        missed,
+        satisfied: false,
+        work_p95_ns: None,
+    }
+}
+
+#[test]
+fn frame_counts_that_do_not_add_up_or_repeat_a_job_are_refused() {
+    let (mut agent, _) = establish();
+    let cases = [
+        (vec![frames(1, 10, 10, 9, 2)], "is not expected"),
+        (vec![frames(1, 5, 10, 9, 1)], "exceeds the 5 frames"),
+        (
+            vec![frames(1, 10, 10, 9, 1), frames(1, 0, 0, 0, 0)],
+            "twice",
+        ),
+    ];
+    for (jobs, why) in cases {
+        let error = agent
+            .seal(&Message::FrameReport(FrameReport { jobs }))
+            .unwrap_err();
+        assert_eq!(error.reason(), "payload_encode");
+        assert!(error.to_string().contains(why), "{error}");
+    }
+    let error = Message::decode_payload(
+        MessageKind::FrameReport,
+        br#"{"jobs":[{"job_id":1,"frames":1,"expected":4,"met":1,"missed":1,"satisfied":true}]}"#,
+    )
+    .unwrap_err();
+    assert_eq!(error.reason(), "payload_decode");
+}
+
+#[test]
+fn the_measured_work_of_a_frame_report_is_optional() {
+    let message = Message::decode_payload(
+        MessageKind::FrameReport,
+        br#"{"jobs":[{"job_id":1,"frames":3,"expected":2,"met":2,"missed":0,"satisfied":true}]}"#,
+    )
+    .unwrap();
+    let Message::FrameReport(report) = &message else {
+        panic!("a frame report");
+    };
+    assert_eq!(report.jobs[0].work_p95_ns, None);
+    let json = String::from_utf8(message.encode_payload().unwrap()).unwrap();
+    assert!(!json.contains("work_p95_ns"), "{json}");
+}
+
+#[test]
+fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
+    let older = ProtocolVersion { major: 1, minor: 2 };
+    for message in one_of_each_message() {
+        let kind = message.kind();
+        let newer = matches!(
+            message,
+            Message::ClassSettings(_)
+                | Message::SwitchDivision(_)
+                | Message::DivisionSwitched(_)
+                | Message::FrameReport(_)
+        );
+        assert_eq!(kind.since_minor() == 3, newer, "{kind}");
+        assert_eq!(kind.known_to(older), !newer, "{kind}");
+    }
+    assert_eq!(ProtocolVersion::CURRENT.minor, 3);
 }
 
 proptest! {

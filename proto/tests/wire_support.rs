@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use cosched_proto::wire::{
-    CancelJob, CheckProgram, ErrorReport, ExitStatus, ExpectJob, Heartbeat, HeartbeatReply,
-    Inbound, JobClass, JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked,
-    RankRef, RanksReaped, ReapRanks, ReapedRank, Register, Role, Session, SessionConfig, SetPolicy,
-    SharedSecret, SliceSwitched, SwitchSlice, UtilReport, WireError,
+    CancelJob, CheckProgram, ClassSettings, DivisionClass, DivisionSwitched, ErrorReport,
+    ExitStatus, ExpectJob, FrameReport, Heartbeat, HeartbeatReply, Inbound, JobClass, JobExited,
+    JobFrames, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
+    RanksReaped, ReapRanks, ReapedRank, Register, Role, Session, SessionConfig, SetPolicy,
+    SharedSecret, SliceSwitched, SwitchDivision, SwitchSlice, UtilReport, WireError,
 };
 
 pub fn secret() -> SharedSecret {
@@ -196,6 +197,45 @@ pub fn one_of_each_message() -> Vec<Message> {
                 },
             ],
         }),
+        Message::ClassSettings(ClassSettings {
+            ratio_rt: 2,
+            ratio_be: 1,
+            tdm_period_ns: 150_000_000,
+        }),
+        Message::SwitchDivision(SwitchDivision {
+            epoch: 3,
+            division: 8,
+            class: DivisionClass::BestEffort,
+            apply_at_ns: 1_700_000_000_100_000_000,
+            ends_at_ns: 1_700_000_000_150_000_000,
+        }),
+        Message::DivisionSwitched(DivisionSwitched {
+            epoch: 3,
+            division: 8,
+            switched_at_ns: 1_700_000_000_100_000_040,
+        }),
+        Message::FrameReport(FrameReport {
+            jobs: vec![
+                JobFrames {
+                    job_id: 4,
+                    frames: 1_205,
+                    expected: 1_200,
+                    met: 1_197,
+                    missed: 3,
+                    satisfied: true,
+                    work_p95_ns: Some(2_400_000),
+                },
+                JobFrames {
+                    job_id: 6,
+                    frames: 0,
+                    expected: 0,
+                    met: 0,
+                    missed: 0,
+                    satisfied: false,
+                    work_p95_ns: None,
+                },
+            ],
+        }),
     ]
 }
 
@@ -206,9 +246,10 @@ pub mod strategies {
     use std::net::SocketAddr;
 
     use cosched_proto::wire::{
-        CancelJob, CheckProgram, ErrorReport, ExitStatus, ExpectJob, Heartbeat, HeartbeatReply,
-        JobClass, JobExited, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked,
-        RankRef, RanksReaped, ReapRanks, ReapedRank, Register, SetPolicy, SliceSwitched,
+        CancelJob, CheckProgram, ClassSettings, DivisionClass, DivisionSwitched, ErrorReport,
+        ExitStatus, ExpectJob, FrameReport, Heartbeat, HeartbeatReply, JobClass, JobExited,
+        JobFrames, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, RankRef,
+        RanksReaped, ReapRanks, ReapedRank, Register, SetPolicy, SliceSwitched, SwitchDivision,
         SwitchSlice, UtilReport,
     };
     use proptest::collection::{btree_map, vec};
@@ -295,8 +336,76 @@ pub mod strategies {
         (0u32..=1000).prop_map(|k| f64::from(k) / 1000.0)
     }
 
+    /// Consistent counts: `met + missed == expected`, `met <= frames`.
+    fn job_frames() -> impl Strategy<Value = JobFrames> {
+        (
+            any::<u32>(),
+            0u64..1 << 40,
+            0u64..1 << 40,
+            0u64..1 << 20,
+            any::<bool>(),
+            proptest::option::of(any::<u64>()),
+        )
+            .prop_map(
+                |(job_id, met, extra_frames, missed, satisfied, work_p95_ns)| JobFrames {
+                    job_id,
+                    frames: met + extra_frames,
+                    expected: met + missed,
+                    met,
+                    missed,
+                    satisfied,
+                    work_p95_ns,
+                },
+            )
+    }
+
+    /// The messages of protocol 1.3.
+    pub fn classes_message() -> impl Strategy<Value = Message> {
+        prop_oneof![
+            (1u32.., 1u32.., 1u64..).prop_map(|(ratio_rt, ratio_be, tdm_period_ns)| {
+                Message::ClassSettings(ClassSettings {
+                    ratio_rt,
+                    ratio_be,
+                    tdm_period_ns,
+                })
+            }),
+            (
+                any::<[u64; 2]>(),
+                any::<bool>(),
+                0u64..u64::MAX - 1,
+                1u64..1 << 40
+            )
+                .prop_map(|([epoch, division], rt, apply_at_ns, length)| {
+                    Message::SwitchDivision(SwitchDivision {
+                        epoch,
+                        division,
+                        class: if rt {
+                            DivisionClass::RealTime
+                        } else {
+                            DivisionClass::BestEffort
+                        },
+                        apply_at_ns,
+                        ends_at_ns: apply_at_ns.saturating_add(length),
+                    })
+                }),
+            any::<[u64; 3]>().prop_map(|[epoch, division, switched_at_ns]| {
+                Message::DivisionSwitched(DivisionSwitched {
+                    epoch,
+                    division,
+                    switched_at_ns,
+                })
+            }),
+            vec(job_frames(), 0..6).prop_map(|mut jobs| {
+                let mut seen = std::collections::BTreeSet::new();
+                jobs.retain(|job| seen.insert(job.job_id));
+                Message::FrameReport(FrameReport { jobs })
+            }),
+        ]
+    }
+
     pub fn message() -> impl Strategy<Value = Message> {
         prop_oneof![
+            classes_message(),
             (
                 text().prop_filter("non-empty", |n| !n.is_empty()),
                 vec(any::<u32>(), 0..8),

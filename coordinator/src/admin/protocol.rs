@@ -203,6 +203,48 @@ pub struct JobView {
     /// Launched by something else and attached (`cosched attach`).
     #[serde(default)]
     pub attached: bool,
+    /// RT jobs under the BE/RT policies: admitted, waiting (1GS) or
+    /// rejected, and why.
+    #[serde(default)]
+    pub admission: Option<AdmissionView>,
+    /// 1GS: the rows the job holds as its own (an RT job under admission
+    /// control holds r of them), ascending.
+    #[serde(default)]
+    pub rows_held: Vec<usize>,
+    /// 1GS: rows it runs in as a replica until the next arrival or departure.
+    #[serde(default)]
+    pub replica_rows: Vec<usize>,
+    /// 1GS, RT jobs: the CPU its rows give per cycle against what its frames
+    /// need.
+    #[serde(default)]
+    pub guarantee: Option<String>,
+    /// RT jobs: the frame counts their agents reported.
+    #[serde(default)]
+    pub frames: Option<FramesView>,
+}
+
+/// An RT job's standing with admission control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmissionView {
+    /// `admitted`, `waiting` or `rejected`.
+    pub state: String,
+    pub reason: Option<String>,
+}
+
+/// An RT job's frames, summed over the nodes whose agents reported.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FramesView {
+    pub nodes_reporting: usize,
+    /// Frames completed.
+    pub frames: u64,
+    /// Frames due in the closed windows, met in time, missed.
+    pub expected: u64,
+    pub met: u64,
+    pub missed: u64,
+    /// missed / expected, percent (none before a window closed).
+    pub miss_rate_percent: Option<f64>,
+    /// The largest of the nodes' measured p95 CPU time per frame.
+    pub work_p95_ns: Option<u64>,
 }
 
 /// The Ousterhout matrix, rows × nodes.
@@ -215,8 +257,14 @@ pub struct MatrixView {
     pub active_rows: Vec<usize>,
     /// Jobs running as alternates in the current slice.
     pub alternates: Vec<u32>,
-    /// Queued jobs, head first.
+    /// Queued jobs, head first (1GS: the RT queue, then the BE queue).
     pub queue: Vec<u32>,
+    /// 1GS: each row's class (`rt`, `be`); empty under other policies.
+    #[serde(default)]
+    pub row_classes: Vec<String>,
+    /// 1GS: `replicas[row][node]` is a copy the replication made.
+    #[serde(default)]
+    pub replicas: Vec<Vec<bool>>,
 }
 
 /// One node, for `cosched nodes`.
@@ -255,6 +303,40 @@ pub struct StatusView {
     pub jobs_queued: usize,
     /// Cross-node switch skew over recent slices (seconds).
     pub skew: SkewSummary,
+    /// The same for 2DCS-TDM's division switches.
+    #[serde(default)]
+    pub division_skew: SkewSummary,
+    /// Under a BE/RT policy: its settings and state.
+    #[serde(default)]
+    pub classes: Option<ClassesStatusView>,
+}
+
+/// The BE/RT policy's settings and state, for `cosched status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassesStatusView {
+    /// x:y.
+    pub ratio: String,
+    /// `none`, `deterministic`, `statistical`.
+    pub admission: String,
+    pub tdm_period_ms: u64,
+    pub rt_max_wait_ms: u64,
+    /// 1GS: rows of each class.
+    pub one_gs_rows_rt: Option<usize>,
+    pub one_gs_rows_be: Option<usize>,
+    pub rt_jobs_admitted: usize,
+    pub rt_jobs_waiting: usize,
+    /// 2DCS-TDM: the division broadcast last.
+    pub division: Option<DivisionView>,
+}
+
+/// One 2DCS-TDM division (coordinator clock).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DivisionView {
+    pub number: u64,
+    /// `rt` or `be`.
+    pub class: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 /// Percentiles of the cross-node slice-switch skew of recent slices.

@@ -37,26 +37,35 @@ impl Core {
             class: job.class.clone(),
             exclusive: job.exclusive,
         };
+        self.check_class(&submission)?;
         validate_submission(&submission)?;
         let columns = self.attached_columns(&job.nodes)?;
         let id = self.next_job_id;
-        let mut request = JobRequest::new(policy_id(id), columns.len());
-        request.exclusive = job.exclusive;
-        let placed = self
-            .matrix
-            .attach(request, &columns)
-            .map_err(|error| match error {
-                cosched_policy::global::MatrixError::NoRowFree { .. } => {
-                    self.explain_no_room(error.to_string(), &columns)
-                }
-                other => other.to_string(),
-            })?;
+        let nodes = if self.policy.uses_matrix() {
+            let mut request = JobRequest::new(policy_id(id), columns.len());
+            request.exclusive = job.exclusive;
+            let placed = self
+                .matrix
+                .attach(request, &columns)
+                .map_err(|error| match error {
+                    cosched_policy::global::MatrixError::NoRowFree { .. } => {
+                        self.explain_no_room(error.to_string(), &columns)
+                    }
+                    other => other.to_string(),
+                })?;
+            placed.columns
+        } else {
+            self.attach_classed(id, &submission, columns)?
+        };
         self.next_job_id = self.next_job_id.checked_add(1).unwrap_or(1);
         let mut record = JobRecord::new(id, submission, now_unix_ms);
         record.attached = true;
+        if super::classes::rt_spec(&record.submission.class).is_some() {
+            record.admission = Some(super::classes::Admission::Waiting);
+        }
         self.jobs.insert(id, record);
-        tracing::info!(job = id, name = %job.name, row = placed.row, nodes = ?job.nodes, "job attached");
-        self.start_job(&placed);
+        tracing::info!(job = id, name = %job.name, nodes = ?job.nodes, "job attached");
+        self.start_on(id, &nodes);
         self.persist();
         Ok(self.job_view(id).expect("just inserted"))
     }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cosched_policy::global::{JobRequest, NodeIndex, SubmitOutcome};
 use cosched_proto::wire::{CheckProgram, MessageKind, ProgramCheck, ProgramChecked};
 
-use super::{Core, Effect, lifecycle::policy_id, validate_submission};
+use super::{Core, Effect, classes::placement::Placed, lifecycle::policy_id, validate_submission};
 use crate::admin::protocol::{JobView, Submission};
 
 /// What [`Core::submit`] did with a submission.
@@ -55,6 +55,8 @@ impl Core {
         now_unix_ms: u64,
         now_ns: u64,
     ) -> Result<Submitted, String> {
+        self.advance(now_ns);
+        self.check_class(&submission)?;
         validate_submission(&submission)?;
         self.check_size(&submission)?;
         let id = self.next_check;
@@ -71,7 +73,7 @@ impl Core {
             self.checks.insert(id, check);
             return Ok(Submitted::Checking(id));
         }
-        self.admit(check.submission, check.submitted_unix_ms)
+        self.admit(check.submission, check.submitted_unix_ms, now_ns)
             .map(|view| Submitted::Job(Box::new(view)))
     }
 
@@ -164,14 +166,17 @@ impl Core {
                     self.checks.insert(id, check);
                     return;
                 }
-                Ok(false) => self.admit(check.submission, check.submitted_unix_ms),
+                Ok(false) => self.admit(check.submission, check.submitted_unix_ms, now_ns),
                 Err(why) => Err(why),
             }
         };
         if let Err(why) = &result {
             tracing::info!(check = id, "submission refused: {why}");
         }
-        self.out.push(Effect::Submitted { check: id, result });
+        self.out.push(Effect::Submitted {
+            check: id,
+            result: result.map(Box::new),
+        });
     }
 
     /// Sends `CheckProgram` to the nodes the job would run on now that have
@@ -182,7 +187,7 @@ impl Core {
         check: &mut PendingCheck,
         now_ns: u64,
     ) -> Result<bool, String> {
-        let targets = self.check_targets(&check.submission)?;
+        let targets = self.check_targets(&check.submission, now_ns)?;
         let (ask, old): (Vec<NodeIndex>, Vec<NodeIndex>) = targets
             .into_iter()
             .filter(|node| !check.passed.contains(node))
@@ -210,32 +215,43 @@ impl Core {
         Ok(true)
     }
 
-    /// The nodes a submission must be checked on: where the matrix would
-    /// place it now (each must be connected), or every connected node if it
-    /// would be queued.
-    fn check_targets(&self, submission: &Submission) -> Result<Vec<NodeIndex>, String> {
+    /// Where a submission would go now, leaving everything as it is.
+    fn would_place(&mut self, submission: &Submission, now_ns: u64) -> Result<Placed, String> {
+        if !self.policy.uses_matrix() {
+            return self.would_place_classed(self.next_job_id, submission, now_ns);
+        }
         let mut request = JobRequest::new(policy_id(self.next_job_id), submission.nodes);
         request.exclusive = submission.exclusive;
         let mut tentative = self.matrix.clone();
         let outcome = tentative
             .submit(request)
             .map_err(|error| error.to_string())?;
-        match outcome {
-            SubmitOutcome::Placed(placed) => {
-                if let Some(&down) = placed
-                    .columns
-                    .iter()
-                    .find(|&&node| !self.nodes[node].is_up())
-                {
+        Ok(match outcome {
+            SubmitOutcome::Placed(placed) => Placed::Start(placed.columns),
+            SubmitOutcome::Queued { .. } => Placed::Queue,
+        })
+    }
+
+    /// The nodes a submission must be checked on: where it would be placed
+    /// now (each must be connected), or every connected node if it would
+    /// wait.
+    fn check_targets(
+        &mut self,
+        submission: &Submission,
+        now_ns: u64,
+    ) -> Result<Vec<NodeIndex>, String> {
+        match self.would_place(submission, now_ns)? {
+            Placed::Start(columns) => {
+                if let Some(&down) = columns.iter().find(|&&node| !self.nodes[node].is_up()) {
                     return Err(format!(
                         "cannot check that {:?} starts on {}, where the job would run: its agent is not connected",
                         submission.command,
                         self.node_name(down)
                     ));
                 }
-                Ok(placed.columns.clone())
+                Ok(columns)
             }
-            SubmitOutcome::Queued { .. } => {
+            Placed::Queue => {
                 let up: Vec<NodeIndex> = (0..self.nodes.len())
                     .filter(|&node| self.nodes[node].is_up())
                     .collect();

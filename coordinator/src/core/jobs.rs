@@ -24,10 +24,7 @@ pub fn validate_submission(job: &Submission) -> Result<(), String> {
     if job.command.is_empty() {
         return Err("command is empty".into());
     }
-    if let JobClass::RealTime { period_ns: 0, .. } = job.class {
-        return Err("real-time period is zero".into());
-    }
-    Ok(())
+    super::classes::validate_class(&job.class)
 }
 
 /// One rank's life as the coordinator sees it.
@@ -116,6 +113,13 @@ pub struct JobRecord {
     /// expected (`ExpectJob`), not launched, and it has no port.
     #[serde(default)]
     pub attached: bool,
+    /// RT jobs under the BE/RT policies: admitted, waiting or rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<super::classes::Admission>,
+    /// An ended RT job's last frame counts (the agents send them before
+    /// the rank's exit), kept for `cosched job`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_frames: Option<crate::admin::protocol::FramesView>,
 }
 
 impl JobRecord {
@@ -130,6 +134,8 @@ impl JobRecord {
             last_cpu_percent: None,
             reason: None,
             attached: false,
+            admission: None,
+            final_frames: None,
         }
     }
 
@@ -145,6 +151,15 @@ impl JobRecord {
             .enumerate()
             .filter(|(_, rank)| !rank.state.is_ended())
             .map(|(index, _)| index)
+            .collect()
+    }
+
+    /// The nodes of the ranks that have not ended.
+    pub fn live_nodes(&self) -> Vec<NodeIndex> {
+        self.ranks
+            .iter()
+            .filter(|rank| !rank.state.is_ended())
+            .map(|rank| rank.node)
             .collect()
     }
 
@@ -213,6 +228,29 @@ mod tests {
                 .contains("command")
         );
         validate_submission(&submission()).unwrap();
+        let zero_frames = Submission {
+            class: JobClass::RealTime {
+                period_ns: 10,
+                frames: 0,
+                work_ns: 1,
+            },
+            ..submission()
+        };
+        let error = validate_submission(&zero_frames).unwrap_err();
+        assert!(
+            error.contains("rt:10:0:1: frames must be at least 1"),
+            "{error}"
+        );
+        let too_much = Submission {
+            class: JobClass::RealTime {
+                period_ns: 10,
+                frames: 1,
+                work_ns: 11,
+            },
+            ..submission()
+        };
+        let error = validate_submission(&too_much).unwrap_err();
+        assert!(error.contains("exceeds the period"), "{error}");
     }
 
     #[test]

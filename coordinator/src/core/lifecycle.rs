@@ -4,12 +4,15 @@
 use std::collections::BTreeSet;
 
 use cosched_policy::global::{JobId, JobRequest, NodeIndex, PlacedJob, SubmitOutcome};
-use cosched_proto::wire::{CancelJob, JobExited, LaunchJob, SetPolicy};
+use cosched_proto::wire::{CancelJob, JobExited, LaunchJob};
 
-use super::{Core, JobRecord, Rank, RankState, rebuild_matrix, validate_submission};
+use super::{
+    Core, JobRecord, Observed, Rank, RankState,
+    classes::{Admission, placement::Placed, rt_spec},
+    validate_submission,
+};
 use crate::{
     admin::protocol::{JobStateView, JobView, Submission},
-    core::Rotation,
     policy::GlobalPolicy,
 };
 
@@ -30,35 +33,85 @@ impl Core {
         Ok(())
     }
 
-    /// Admits a checked job: placed in the matrix (and launched where its
-    /// nodes are ready) or queued.
+    /// Refuses an RT job under a policy without classes, and an RT class no
+    /// schedule can meet. A refusal is counted.
+    pub(super) fn check_class(&mut self, submission: &Submission) -> Result<(), String> {
+        if rt_spec(&submission.class).is_none() {
+            return Ok(());
+        }
+        let refused = |reason| Observed::RtRejected { reason };
+        if let Err(why) = super::classes::validate_class(&submission.class) {
+            self.observe(refused("invalid_spec"));
+            return Err(why);
+        }
+        if self.policy.uses_matrix() {
+            self.observe(refused("policy"));
+            return Err(format!(
+                "real-time jobs need a policy with classes ({}); the coordinator runs {} (switch with `cosched policy set 2dcs-tdm`)",
+                GlobalPolicy::CLASS_POLICIES,
+                self.policy
+            ));
+        }
+        Ok(())
+    }
+
+    /// Admits a checked job: placed (and launched where its nodes are
+    /// ready) or queued, in the matrix or the BE/RT policy's state.
     pub(super) fn admit(
         &mut self,
         submission: Submission,
         now_unix_ms: u64,
+        now_ns: u64,
     ) -> Result<JobView, String> {
+        self.advance(now_ns);
+        self.check_class(&submission)?;
         validate_submission(&submission)?;
         self.check_size(&submission)?;
         let id = self.next_job_id;
-        let mut request = JobRequest::new(policy_id(id), submission.nodes);
-        request.exclusive = submission.exclusive;
-        let outcome = self
-            .matrix
-            .submit(request)
-            .map_err(|error| error.to_string())?;
+        let (placed, knock) = if self.policy.uses_matrix() {
+            let mut request = JobRequest::new(policy_id(id), submission.nodes);
+            request.exclusive = submission.exclusive;
+            let outcome = self
+                .matrix
+                .submit(request)
+                .map_err(|error| error.to_string())?;
+            let placed = match outcome {
+                SubmitOutcome::Placed(placed) => Placed::Start(placed.columns),
+                SubmitOutcome::Queued { .. } => Placed::Queue,
+            };
+            (Ok(placed), Default::default())
+        } else {
+            self.place_classed(id, &submission, now_ns)
+        };
+        let placed = match placed {
+            Ok(placed) => placed,
+            Err(why) => {
+                self.settle_knock(knock);
+                return Err(why);
+            }
+        };
         self.next_job_id = self.next_job_id.checked_add(1).unwrap_or(1);
-        self.jobs
-            .insert(id, JobRecord::new(id, submission, now_unix_ms));
-        if let SubmitOutcome::Placed(placed) = outcome {
-            self.start_job(&placed);
+        let mut record = JobRecord::new(id, submission, now_unix_ms);
+        if rt_spec(&record.submission.class).is_some() {
+            record.admission = Some(Admission::Waiting);
         }
+        self.jobs.insert(id, record);
+        if let Placed::Start(nodes) = placed {
+            self.start_on(id, &nodes);
+        }
+        self.settle_knock(knock);
         self.persist();
         Ok(self.job_view(id).expect("just inserted"))
     }
 
     /// A job got cells: give it a port and ranks, launch what can be.
     pub(super) fn start_job(&mut self, placed: &PlacedJob) {
-        let id = placed.id().0 as u32;
+        self.start_on(placed.id().0 as u32, &placed.columns);
+    }
+
+    /// A job got nodes (rank r on `nodes[r]`): give it a port and ranks,
+    /// launch what can be.
+    pub(super) fn start_on(&mut self, id: u32, nodes: &[NodeIndex]) {
         // An attached job's processes find each other themselves.
         let attached = self.jobs.get(&id).is_some_and(|job| job.attached);
         let port = if attached { None } else { self.free_port(id) };
@@ -67,8 +120,7 @@ impl Core {
             return;
         };
         job.state = JobStateView::Running;
-        job.ranks = placed
-            .columns
+        job.ranks = nodes
             .iter()
             .map(|&node| Rank {
                 node,
@@ -76,6 +128,13 @@ impl Core {
             })
             .collect();
         job.port = port;
+        if job.admission.is_some() && job.admission != Some(Admission::Admitted) {
+            job.admission = Some(Admission::Admitted);
+            self.observe(Observed::RtAdmitted);
+        }
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if port.is_none() && !attached {
             let reason = "no free job port (raise job_port_count)".to_string();
             for rank in &mut job.ranks {
@@ -248,13 +307,40 @@ impl Core {
         }
     }
 
-    /// Removes an ended (or cancelled) job from the matrix and starts the
-    /// queued jobs that now fit.
+    /// Removes an ended (or cancelled) job from the matrix (or the BE/RT
+    /// policy's state) and starts the queued jobs that now fit.
     fn finish_job(&mut self, id: u32) {
+        if !self.jobs.contains_key(&id) {
+            return;
+        }
+        let started = if self.policy.uses_matrix() {
+            match self.matrix.remove(policy_id(id)) {
+                Ok(outcome) => outcome.started,
+                Err(error) => {
+                    tracing::error!(job = id, "removing a finished job: {error}");
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let knock = self.release_classed(id);
+        self.retire(id);
+        for placed in started {
+            self.start_job(&placed);
+        }
+        self.settle_knock(knock);
+        self.persist();
+    }
+
+    /// Moves an ended job's record to the finished ones (it holds nothing
+    /// any more).
+    pub(super) fn retire(&mut self, id: u32) {
         let Some(mut job) = self.jobs.remove(&id) else {
             return;
         };
-        if job.state != JobStateView::Cancelled {
+        // Cancelled and evicted jobs already say how they ended.
+        if job.state.is_active() {
             let failure = job.first_failure(|node| self.node_name(node));
             job.state = match failure {
                 None => JobStateView::Completed,
@@ -266,20 +352,12 @@ impl Core {
         }
         self.predictor.forget(policy_id(id));
         self.util.forget(id);
-        let started = match self.matrix.remove(policy_id(id)) {
-            Ok(outcome) => outcome.started,
-            Err(error) => {
-                tracing::error!(job = id, "removing a finished job: {error}");
-                Vec::new()
-            }
-        };
+        job.final_frames = self.frames.view(id);
+        self.frames.forget(id);
         tracing::info!(job = id, state = job.state.as_str(), reason = ?job.reason, "job ended");
         self.finished.push_back(job);
         while self.finished.len() > self.config.finished_retention {
             self.finished.pop_front();
-        }
-        for placed in started {
-            self.start_job(&placed);
         }
         self.persist();
     }
@@ -305,35 +383,5 @@ impl Core {
         let view = self.job_view(id).expect("still active");
         self.finish_job(id);
         Ok(view)
-    }
-
-    /// Switches the global policy: the matrix is rebuilt when the number of
-    /// rows changes, the rotation restarts in a new epoch, and every agent is
-    /// told.
-    pub fn set_policy(&mut self, policy: GlobalPolicy) -> Result<(), String> {
-        if policy == self.policy {
-            return Ok(());
-        }
-        let (matrix, started) = rebuild_matrix(&self.matrix, self.config.matrix_config(policy))?;
-        self.matrix = matrix;
-        self.policy = policy;
-        self.rotation = Rotation::new(policy, self.config.pairing);
-        self.epoch += 1;
-        self.slice_counter = 0;
-        self.util.clear();
-        tracing::info!(%policy, epoch = self.epoch, "global policy switched");
-        for node in 0..self.nodes.len() {
-            self.send(
-                node,
-                SetPolicy {
-                    policy: policy.as_str().into(),
-                },
-            );
-        }
-        for placed in started {
-            self.start_job(&placed);
-        }
-        self.persist();
-        Ok(())
     }
 }

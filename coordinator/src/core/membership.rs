@@ -4,7 +4,7 @@
 use std::{collections::BTreeSet, net::IpAddr};
 
 use cosched_policy::global::{ClockError, HeartbeatTimestamps, NodeIndex, OffsetEstimate};
-use cosched_proto::wire::{CancelJob, HeartbeatReply, ProtocolVersion, Register, SetPolicy};
+use cosched_proto::wire::{CancelJob, HeartbeatReply, MessageKind, ProtocolVersion, Register};
 
 use super::{Core, Link, RankState, SwitchObservation};
 use crate::admin::protocol::JobStateView;
@@ -29,6 +29,12 @@ impl Core {
                     register.node_name, self.config.nodes
                 )
             })?;
+        if self.policy.has_classes() && !MessageKind::ClassSettings.known_to(protocol) {
+            return Err(format!(
+                "this coordinator runs {}, which needs agents of protocol 1.3 or later (class settings, divisions, frame reports); this agent speaks {}.{}: upgrade it, or switch the coordinator to a policy without classes",
+                self.policy, protocol.major, protocol.minor
+            ));
+        }
         let advertised = register.agent_addr.ip();
         let address = if advertised.is_unspecified() {
             peer_ip
@@ -53,12 +59,7 @@ impl Core {
         if changed {
             self.persist();
         }
-        self.send(
-            node,
-            SetPolicy {
-                policy: self.policy.as_str().into(),
-            },
-        );
+        self.announce_policy(node);
         tracing::info!(node = %register.node_name, %address, conn, protocol = %format_args!("{}.{}", protocol.major, protocol.minor), "node registered");
         Ok(node)
     }
@@ -107,6 +108,7 @@ impl Core {
         if let Link::Up { reconciled, .. } = &mut self.nodes[node].link {
             *reconciled = true;
         }
+        self.send_current_division(node);
         self.resend_reaps(node);
         for (job, _) in lost {
             // Same as a failed rank: the rest of the job cannot progress.
@@ -126,6 +128,9 @@ impl Core {
         self.nodes[node].link = Link::Down;
         tracing::warn!(node = %self.node_name(node), conn, "node disconnected");
         self.checks_lost_node(node);
+        for observation in self.division_skew.node_gone(node) {
+            self.observe(super::Observed::DivisionSkew(observation));
+        }
         self.skew.node_gone(node)
     }
 

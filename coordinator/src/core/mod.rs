@@ -11,14 +11,18 @@
 //!   (an empty report is an empty inventory); nothing is launched on a node
 //!   before its inventory reconciled the state;
 //! - `SetPolicy.policy` is the global policy's name (`fcfs`, `gang`,
-//!   `paired-gang`, `fcs`), from which the agent derives how it enforces
-//!   slices;
+//!   `paired-gang`, `fcs`, `one-level-gang`, `2dcs-tdm`, `2dcs-ps`), from
+//!   which the agent derives how it enforces slices; under the last three it
+//!   is followed by `ClassSettings` (protocol 1.3);
 //! - a `SwitchSlice` without rows ends gang mode (nothing is placed);
+//! - under `2dcs-tdm` a `SwitchDivision` announces every division;
 //! - messages newer than protocol 1.0 (program checks, reap orders) go only
-//!   to agents that announced a minor that knows them.
+//!   to agents that announced a minor that knows them; the BE/RT policies
+//!   refuse agents older than 1.3.
 
 mod attached;
 mod checks;
+pub mod classes;
 mod jobs;
 mod leftovers;
 mod lifecycle;
@@ -36,22 +40,30 @@ mod tests;
 
 use std::collections::{BTreeMap, VecDeque};
 
+use cosched_policy::classes::OneLevelGang;
 use cosched_policy::global::{
     Matrix, MatrixConfig, NodeIndex, PairingConfig, UtilizationPredictor,
 };
-use cosched_proto::wire::Message;
+use cosched_proto::wire::{DivisionClass, Message};
 use serde::{Deserialize, Serialize};
 
 use checks::PendingCheck;
 pub use checks::Submitted;
+pub use classes::Admission;
+use classes::{ClassState, FrameBook};
 pub use jobs::{JobRecord, Rank, RankState, validate_submission};
 pub use nodes::{Link, NodeRecord, NodeState};
 pub use rebuild::rebuild_matrix;
 pub use rotation::{NextSlice, Rotation};
 pub use skew::{SkewTracker, SwitchObservation};
+pub use slicing::Planned;
 pub use utilization::{QuantumSamples, UtilAggregator};
 
-use crate::{admin::protocol::JobView, config::Config, policy::GlobalPolicy};
+use crate::{
+    admin::protocol::JobView,
+    config::{ClassesConfig, Config},
+    policy::GlobalPolicy,
+};
 
 /// The quantum number marking a `UtilReport` as the agent's inventory of
 /// running coordinator jobs (sent once after every `Register`).
@@ -71,8 +83,28 @@ pub enum Effect {
     /// [`Submitted::Checking`]`(check)` is decided: answer its submitter.
     Submitted {
         check: u64,
-        result: Result<JobView, String>,
+        /// Boxed: a job's view is large next to the other effects.
+        result: Result<Box<JobView>, String>,
     },
+    /// Something to count (metrics); nothing to do.
+    Observed(Observed),
+}
+
+/// What the BE/RT policies count.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    /// An RT job got its rows or nodes.
+    RtAdmitted,
+    /// An RT job was refused at submission, labelled by why
+    /// (`window_capacity`, `utilization`, `rows`, `allocation`,
+    /// `invalid_spec`, `policy`, ...).
+    RtRejected { reason: &'static str },
+    /// A waiting RT job was evicted after waiting w.
+    RtEvicted,
+    /// A 2DCS-TDM division was broadcast.
+    DivisionSwitch { class: DivisionClass },
+    /// A division switch's lateness on one node, or its skew.
+    DivisionSkew(SwitchObservation),
 }
 
 /// The part of the configuration the core needs.
@@ -90,6 +122,10 @@ pub struct CoreConfig {
     /// How long a submission waits for an agent's answer to its program
     /// check.
     pub check_timeout_ns: u64,
+    /// One slice (a 1GS slot).
+    pub slice_ns: u64,
+    /// The BE/RT policies' settings.
+    pub classes: ClassesConfig,
 }
 
 impl From<&Config> for CoreConfig {
@@ -107,6 +143,8 @@ impl From<&Config> for CoreConfig {
             // An agent that is alive answers at once; one silent for this
             // long would be dropped by the heartbeat anyway.
             check_timeout_ns: config.heartbeat_timeout().as_nanos() as u64,
+            slice_ns: config.slice().as_nanos() as u64,
+            classes: config.classes.clone(),
         }
     }
 }
@@ -140,6 +178,9 @@ pub struct PersistedState {
     pub jobs: Vec<JobRecord>,
     pub finished: Vec<JobRecord>,
     pub predictor: UtilizationPredictor,
+    /// Under `one-level-gang`: its matrix and queues (checked on load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_gs: Option<OneLevelGang>,
 }
 
 /// The slice that runs now, for views.
@@ -173,6 +214,14 @@ pub struct Core {
     /// Submissions waiting for their program checks, by check id.
     checks: BTreeMap<u64, PendingCheck>,
     next_check: u64,
+    /// Where the BE/RT policies keep their jobs.
+    classes: ClassState,
+    division_skew: SkewTracker,
+    /// RT jobs' frame counts, as agents reported them.
+    frames: FrameBook,
+    /// The latest instant the core was told (1GS departures evict with it:
+    /// never early, at worst late until the next tick).
+    now_ns: u64,
     out: Vec<Effect>,
 }
 
@@ -193,9 +242,20 @@ impl Core {
                 })
             })
             .collect();
+        let classes = ClassState::new(
+            config.policy,
+            &config.classes,
+            config.nodes.len(),
+            config.slice_ns,
+            config.queue,
+        )?;
         Ok(Self {
             policy: config.policy,
             rotation: Rotation::new(config.policy, config.pairing),
+            classes,
+            division_skew: SkewTracker::default(),
+            frames: FrameBook::default(),
+            now_ns: 0,
             epoch: 1,
             next_job_id: 1,
             matrix,
@@ -217,8 +277,11 @@ impl Core {
 
     /// The coordinator after a restart: the persisted matrix and jobs under
     /// the (possibly changed) configuration, in a new epoch. Nodes are down
-    /// until their agents register again and confirm their jobs.
-    pub fn restore(config: CoreConfig, state: PersistedState) -> Result<Self, String> {
+    /// until their agents register again and confirm their jobs. A state of
+    /// another policy, or other `[classes]` settings, is taken over as a
+    /// policy switch would (refused, naming the jobs, when one could not
+    /// keep its nodes).
+    pub fn restore(config: CoreConfig, state: PersistedState, now_ns: u64) -> Result<Self, String> {
         if state.version != STATE_VERSION {
             return Err(format!(
                 "state file version {} is not {STATE_VERSION}",
@@ -233,20 +296,53 @@ impl Core {
                 config.nodes
             ));
         }
-        let mut core = Self::new(config)?;
-        let (matrix, started) =
-            rebuild_matrix(&state.matrix, core.config.matrix_config(core.policy))?;
-        core.matrix = matrix;
+        let wanted = (config.policy, config.classes.clone());
+        let both_matrix = state.policy.uses_matrix() && config.policy.uses_matrix();
+        let mut as_saved = config;
+        if !both_matrix {
+            // Restore under the saved policy first, then switch.
+            as_saved.policy = state.policy;
+            if let Some(gang) = &state.one_gs {
+                as_saved.classes.one_gs_rows = gang.rows();
+                as_saved.classes.ratio = gang.config().ratio;
+            }
+        }
+        let mut core = Self::new(as_saved)?;
+        core.now_ns = now_ns;
         core.epoch = state.epoch + 1;
         core.next_job_id = state.next_job_id;
         core.nodes = state.nodes.into_iter().map(NodeState::new).collect();
         core.jobs = state.jobs.into_iter().map(|job| (job.id, job)).collect();
         core.finished = state.finished.into();
         core.predictor = state.predictor;
+        let started = if core.policy.uses_matrix() {
+            let (matrix, started) =
+                rebuild_matrix(&state.matrix, core.config.matrix_config(core.policy))?;
+            core.matrix = matrix;
+            started
+        } else {
+            core.restore_classes(state.one_gs)?;
+            Vec::new()
+        };
         for placed in started {
             core.start_job(&placed);
         }
         core.check_consistency()?;
+        let (policy, classes) = wanted;
+        let one_gs_changed = policy == GlobalPolicy::OneLevelGang
+            && core.classes.one_gs().map(OneLevelGang::config)
+                != Some(&classes.one_gs_config(
+                    core.nodes.len(),
+                    core.config.slice_ns,
+                    core.config.queue,
+                ));
+        if policy != core.policy || one_gs_changed {
+            core.change_regime(policy, classes, now_ns).map_err(|why| {
+                format!("the state file's jobs cannot continue under the configured policy: {why}")
+            })?;
+        } else {
+            core.config.classes = classes;
+        }
         core.out.push(Effect::Persist);
         Ok(core)
     }
@@ -263,6 +359,7 @@ impl Core {
             jobs: self.jobs.values().cloned().collect(),
             finished: self.finished.iter().cloned().collect(),
             predictor: self.predictor.clone(),
+            one_gs: self.classes.one_gs().cloned(),
         }
     }
 
@@ -320,8 +417,21 @@ impl Core {
         }
     }
 
-    /// Every active job is in the matrix as its state says, and back.
+    fn observe(&mut self, observed: Observed) {
+        self.out.push(Effect::Observed(observed));
+    }
+
+    /// The core learns the time from every call that carries it.
+    fn advance(&mut self, now_ns: u64) {
+        self.now_ns = self.now_ns.max(now_ns);
+    }
+
+    /// Every active job is in the matrix (or the BE/RT policy's state) as
+    /// its state says, and back.
     fn check_consistency(&self) -> Result<(), String> {
+        if !self.policy.uses_matrix() {
+            return self.check_classes_consistency();
+        }
         use crate::admin::protocol::JobStateView;
         for job in self.jobs.values() {
             let id = cosched_policy::global::JobId(u64::from(job.id));

@@ -1,9 +1,15 @@
-//! The rotation of the matrix under the current policy: gang's (also used by
-//! fcs, and trivially by fcfs's single row) or paired gang's.
+//! The rotation under the current policy, one slice at a time: gang's over
+//! the Ousterhout matrix (also used by fcs, and trivially by fcfs's single
+//! row), paired gang's, or 1GS's over its own matrix (`OneLevelGangRotor`:
+//! its slots are gang slices, so agents enforce them like gang's). The
+//! 2DCS policies have no slices.
 
-use cosched_policy::global::{
-    GangScheduler, Matrix, PairedGangScheduler, PairingConfig, RowMove, Slice, SliceReason,
-    UtilizationPredictor,
+use cosched_policy::{
+    classes::{OneLevelGang, OneLevelGangRotor},
+    global::{
+        GangScheduler, Matrix, PairedGangScheduler, PairingConfig, RowMove, Slice, SliceReason,
+        UtilizationPredictor,
+    },
 };
 
 use crate::policy::GlobalPolicy;
@@ -18,10 +24,19 @@ pub struct NextSlice {
     pub row_moves: Vec<RowMove>,
 }
 
+/// What a rotation turns: the Ousterhout matrix, or 1GS's.
+pub enum Rows<'a> {
+    Matrix(&'a mut Matrix, &'a UtilizationPredictor),
+    OneLevelGang(&'a OneLevelGang),
+}
+
 #[derive(Debug, Clone)]
 pub enum Rotation {
     Gang(GangScheduler),
     Paired(PairedGangScheduler),
+    OneLevelGang(OneLevelGangRotor),
+    /// 2dcs-tdm and 2dcs-ps: every placed job runs on its nodes.
+    NoSlices,
 }
 
 impl Rotation {
@@ -31,30 +46,34 @@ impl Rotation {
             GlobalPolicy::Fcfs | GlobalPolicy::Gang | GlobalPolicy::Fcs => {
                 Self::Gang(GangScheduler::new())
             }
+            GlobalPolicy::OneLevelGang => Self::OneLevelGang(OneLevelGangRotor::new()),
+            GlobalPolicy::TwoDcsTdm | GlobalPolicy::TwoDcsPs => Self::NoSlices,
         }
     }
 
-    /// The next slice, `None` when no job holds cells.
-    pub fn next(
-        &mut self,
-        matrix: &mut Matrix,
-        predictor: &UtilizationPredictor,
-    ) -> Option<NextSlice> {
-        match self {
-            Self::Gang(scheduler) => scheduler.next_slice(matrix).map(|slice| NextSlice {
-                slice,
-                reason: None,
-                row_moves: Vec::new(),
-            }),
-            Self::Paired(scheduler) => {
-                scheduler
-                    .next_slice(matrix, predictor)
-                    .map(|paired| NextSlice {
-                        slice: paired.slice,
-                        reason: Some(paired.reason),
-                        row_moves: paired.row_moves,
-                    })
+    /// The next slice, `None` when no job holds cells (or the policy has no
+    /// slices, or `rows` is not what this rotation turns).
+    pub fn next(&mut self, rows: Rows<'_>) -> Option<NextSlice> {
+        let plain = |slice| NextSlice {
+            slice,
+            reason: None,
+            row_moves: Vec::new(),
+        };
+        match (self, rows) {
+            (Self::OneLevelGang(rotor), Rows::OneLevelGang(state)) => {
+                rotor.next_slice(state).map(plain)
             }
+            (Self::Gang(scheduler), Rows::Matrix(matrix, _)) => {
+                scheduler.next_slice(matrix).map(plain)
+            }
+            (Self::Paired(scheduler), Rows::Matrix(matrix, predictor)) => scheduler
+                .next_slice(matrix, predictor)
+                .map(|paired| NextSlice {
+                    slice: paired.slice,
+                    reason: Some(paired.reason),
+                    row_moves: paired.row_moves,
+                }),
+            _ => None,
         }
     }
 
@@ -64,7 +83,7 @@ impl Rotation {
             Self::Paired(scheduler) => scheduler
                 .current_plan()?
                 .explain_job(matrix, cosched_policy::global::JobId(u64::from(job))),
-            Self::Gang(_) => None,
+            Self::Gang(_) | Self::OneLevelGang(_) | Self::NoSlices => None,
         }
     }
 }

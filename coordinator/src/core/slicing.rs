@@ -7,7 +7,20 @@ use std::collections::BTreeSet;
 use cosched_policy::global::{JobId, NodeIndex, Slice};
 use cosched_proto::wire::{SliceSwitched, SwitchSlice, UtilReport};
 
-use super::{Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation};
+use super::{
+    Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation, classes::ClassState,
+    rotation::Rows,
+};
+use crate::policy::GlobalPolicy;
+
+/// What [`Core::plan`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    /// Slices closed without all their reports (for the skew metrics).
+    pub observations: Vec<SwitchObservation>,
+    /// When the next switch (slice or division) starts.
+    pub next_start_ns: u64,
+}
 
 /// What a `UtilReport` is.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +45,28 @@ pub fn classify_util_report(report: &UtilReport) -> UtilKind {
 }
 
 impl Core {
+    /// The switch that starts at `start_ns` (coordinator clock): a slice
+    /// (`slice_ns` long) under the matrix policies and 1GS, a division under
+    /// 2DCS-TDM, nothing under 2DCS-PS (whose agents share their CPUs
+    /// themselves) but the next instant to look again.
+    pub fn plan(&mut self, start_ns: u64, slice_ns: u64) -> Planned {
+        self.advance(start_ns);
+        match self.policy {
+            GlobalPolicy::TwoDcsTdm => Planned {
+                observations: Vec::new(),
+                next_start_ns: self.plan_division(start_ns),
+            },
+            GlobalPolicy::TwoDcsPs => Planned {
+                observations: Vec::new(),
+                next_start_ns: start_ns + slice_ns,
+            },
+            _ => Planned {
+                observations: self.plan_slice(start_ns),
+                next_start_ns: start_ns + slice_ns,
+            },
+        }
+    }
+
     /// Computes the slice that starts at `start_ns` (coordinator clock) and
     /// queues a `SwitchSlice` for every ready node. Returns observations of
     /// slices closed without all their reports.
@@ -39,7 +74,13 @@ impl Core {
         for samples in self.util.flush_before(self.slice_counter) {
             self.learn_quantum(&samples);
         }
-        let next = self.rotation.next(&mut self.matrix, &self.predictor);
+        let rows = match &self.classes {
+            ClassState::OneGs(gang) => Rows::OneLevelGang(gang),
+            ClassState::Matrix | ClassState::Divided(_) => {
+                Rows::Matrix(&mut self.matrix, &self.predictor)
+            }
+        };
+        let next = self.rotation.next(rows);
         let ready: Vec<NodeIndex> = (0..self.nodes.len())
             .filter(|&node| self.nodes[node].is_ready())
             .collect();
@@ -102,7 +143,8 @@ impl Core {
     }
 
     /// The jobs that run on `node` in `slice`: the active rows' job first
-    /// (the slot owner, for FCS), then alternates; ranks that ended are left
+    /// (the slot owner, for FCS), then alternates, then the rest (1GS's row,
+    /// whose matrix is not the Ousterhout one); ranks that ended are left
     /// out.
     fn active_on(&self, slice: &Slice, node: NodeIndex) -> Vec<u32> {
         let owners = slice
@@ -111,9 +153,11 @@ impl Core {
             .into_iter()
             .filter_map(|row| self.matrix.cell(row, node));
         let alternates = slice.alternates.iter().map(|run| run.job);
+        let rest = slice.active_on(node).iter().copied();
         let mut seen = BTreeSet::new();
         owners
             .chain(alternates)
+            .chain(rest)
             .filter(|job| slice.active_on(node).contains(job))
             .map(|JobId(job)| job as u32)
             .filter(|job| seen.insert(*job))

@@ -12,7 +12,7 @@ impl Core {
         let id = JobId(u64::from(job.id));
         let active = job.state.is_active();
         let prediction = active.then(|| self.predictor.predict(id));
-        JobView {
+        let mut view = JobView {
             id: job.id,
             name: job.submission.name.clone(),
             state: job.state,
@@ -54,7 +54,14 @@ impl Core {
             reason: job.reason.clone(),
             submitted_unix_ms: job.submitted_unix_ms,
             attached: job.attached,
-        }
+            admission: None,
+            rows_held: Vec::new(),
+            replica_rows: Vec::new(),
+            guarantee: None,
+            frames: None,
+        };
+        self.class_view(job, &mut view);
+        view
     }
 
     /// One job, active or recently finished.
@@ -77,7 +84,7 @@ impl Core {
     }
 
     pub fn matrix_view(&self) -> MatrixView {
-        MatrixView {
+        let mut view = MatrixView {
             nodes: self
                 .nodes
                 .iter()
@@ -105,7 +112,11 @@ impl Core {
                 .queued_jobs()
                 .map(|request| request.id.0 as u32)
                 .collect(),
-        }
+            row_classes: Vec::new(),
+            replicas: Vec::new(),
+        };
+        self.one_gs_matrix_view(&mut view);
+        view
     }
 
     pub fn nodes_view(&self) -> Vec<NodeView> {
@@ -114,11 +125,16 @@ impl Core {
             .enumerate()
             .map(|(index, node)| {
                 let estimate = node.estimate();
-                let mut jobs: Vec<u32> = (0..self.matrix.rows())
-                    .filter_map(|row| self.matrix.cell(row, index))
-                    .map(|job| job.0 as u32)
+                // The jobs with a rank here (the same as the matrix's cells
+                // of the column under the matrix policies).
+                let jobs: Vec<u32> = self
+                    .jobs
+                    .values()
+                    .filter(|job| {
+                        job.state == JobStateView::Running && job.rank_on(index).is_some()
+                    })
+                    .map(|job| job.id)
                     .collect();
-                jobs.sort_unstable();
                 NodeView {
                     index,
                     name: node.record.name.clone(),
@@ -155,6 +171,8 @@ impl Core {
             jobs_running: count(JobStateView::Running),
             jobs_queued: count(JobStateView::Queued),
             skew: self.skew_summary(),
+            division_skew: self.division_skew.summary(),
+            classes: self.classes_status(),
         }
     }
 

@@ -21,6 +21,14 @@ pub struct RtPlacement {
     pub nodes: Vec<NodeIndex>,
 }
 
+impl RtPlacement {
+    /// No two processes share a node.
+    pub fn is_spread(&self) -> bool {
+        let distinct: BTreeSet<NodeIndex> = self.nodes.iter().copied().collect();
+        distinct.len() == self.nodes.len()
+    }
+}
+
 /// One node's placed processes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeLedger {
@@ -70,17 +78,37 @@ pub struct ClassLedger {
     rt_jobs: BTreeMap<JobId, RtPlacement>,
     be_jobs: BTreeMap<JobId, Vec<NodeIndex>>,
     measured: BTreeMap<(JobId, usize), MeasuredWork>,
+    one_process_per_node: bool,
 }
 
 impl ClassLedger {
-    /// An empty cluster of `nodes` nodes.
+    /// An empty cluster of `nodes` nodes, where several processes of one RT
+    /// job may share a node (§4.2: "more than one process of a job can be
+    /// assigned to the same CPU if it is lightly loaded").
     pub fn new(nodes: usize) -> Self {
         Self {
             nodes: vec![NodeLedger::default(); nodes],
             rt_jobs: BTreeMap::new(),
             be_jobs: BTreeMap::new(),
             measured: BTreeMap::new(),
+            one_process_per_node: false,
         }
+    }
+
+    /// An empty cluster of `nodes` nodes where each node holds at most one
+    /// process of a job, RT or BE (a coordinator whose agents run one rank of
+    /// a job per node). The allocators and admission rules then take, for
+    /// each process, the best node among those the job does not use yet.
+    pub fn one_process_per_node(nodes: usize) -> Self {
+        Self {
+            one_process_per_node: true,
+            ..Self::new(nodes)
+        }
+    }
+
+    /// Whether each node holds at most one process of a job.
+    pub fn spreads_processes(&self) -> bool {
+        self.one_process_per_node
     }
 
     pub fn node_count(&self) -> usize {
@@ -113,13 +141,20 @@ impl ClassLedger {
     /// admission rule). A job already placed is replaced.
     ///
     /// # Panics
-    /// If the placement does not give one in-range node per process.
+    /// If the placement does not give one in-range node per process, or on
+    /// a ledger of [one process per node](Self::one_process_per_node), puts
+    /// two processes on one node.
     pub fn place_rt(&mut self, job: &RtJob, placement: RtPlacement) {
         assert_eq!(placement.job, job.id, "placement of another job");
         assert_eq!(
             placement.nodes.len(),
             job.processes(),
             "one node per process"
+        );
+        assert!(
+            !self.one_process_per_node || placement.is_spread(),
+            "two processes of {} on one node",
+            job.id
         );
         self.unplace(job.id);
         for (process, &node) in placement.nodes.iter().enumerate() {

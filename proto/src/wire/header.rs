@@ -18,8 +18,10 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// checks the program on the job's nodes) and `ReapRanks`/`RanksReaped`
 /// (ranks the coordinator gave up are killed on their node); 1.2:
 /// `ExpectJob` (a job launched by something else, attached to the
-/// coordinator, whose processes join it on each node).
-pub const PROTOCOL_MINOR: u8 = 2;
+/// coordinator, whose processes join it on each node); 1.3:
+/// `ClassSettings`, `SwitchDivision`/`DivisionSwitched` and `FrameReport`
+/// (best-effort and real-time jobs together: 1GS, 2DCS-TDM, 2DCS-PS).
+pub const PROTOCOL_MINOR: u8 = 3;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

@@ -22,6 +22,7 @@ pub enum MessageKind {
     HeartbeatReply = 18,
     SetPolicy = 19,
     Error = 20,
+    ClassSettings = 21,
     LaunchJob = 32,
     CancelJob = 33,
     JobExited = 34,
@@ -33,11 +34,14 @@ pub enum MessageKind {
     SwitchSlice = 48,
     SliceSwitched = 49,
     UtilReport = 50,
+    SwitchDivision = 51,
+    DivisionSwitched = 52,
+    FrameReport = 53,
 }
 
 impl MessageKind {
     /// Every kind this build knows.
-    pub const ALL: [MessageKind; 19] = [
+    pub const ALL: [MessageKind; 23] = [
         MessageKind::Hello,
         MessageKind::HelloAck,
         MessageKind::HelloConfirm,
@@ -46,6 +50,7 @@ impl MessageKind {
         MessageKind::HeartbeatReply,
         MessageKind::SetPolicy,
         MessageKind::Error,
+        MessageKind::ClassSettings,
         MessageKind::LaunchJob,
         MessageKind::CancelJob,
         MessageKind::JobExited,
@@ -57,6 +62,9 @@ impl MessageKind {
         MessageKind::SwitchSlice,
         MessageKind::SliceSwitched,
         MessageKind::UtilReport,
+        MessageKind::SwitchDivision,
+        MessageKind::DivisionSwitched,
+        MessageKind::FrameReport,
     ];
 
     /// The header code.
@@ -80,6 +88,10 @@ impl MessageKind {
             | MessageKind::CheckProgram
             | MessageKind::ProgramChecked => 1,
             MessageKind::ExpectJob => 2,
+            MessageKind::ClassSettings
+            | MessageKind::SwitchDivision
+            | MessageKind::DivisionSwitched
+            | MessageKind::FrameReport => 3,
             _ => 0,
         }
     }
@@ -108,6 +120,7 @@ impl MessageKind {
             MessageKind::HeartbeatReply => "HeartbeatReply",
             MessageKind::SetPolicy => "SetPolicy",
             MessageKind::Error => "Error",
+            MessageKind::ClassSettings => "ClassSettings",
             MessageKind::LaunchJob => "LaunchJob",
             MessageKind::CancelJob => "CancelJob",
             MessageKind::JobExited => "JobExited",
@@ -119,6 +132,9 @@ impl MessageKind {
             MessageKind::SwitchSlice => "SwitchSlice",
             MessageKind::SliceSwitched => "SliceSwitched",
             MessageKind::UtilReport => "UtilReport",
+            MessageKind::SwitchDivision => "SwitchDivision",
+            MessageKind::DivisionSwitched => "DivisionSwitched",
+            MessageKind::FrameReport => "FrameReport",
         }
     }
 }
@@ -155,5 +171,15 @@ mod tests {
         let second = crate::wire::ProtocolVersion { major: 1, minor: 1 };
         assert!(MessageKind::ReapRanks.known_to(second));
         assert!(!MessageKind::ExpectJob.known_to(second));
+        let third = crate::wire::ProtocolVersion { major: 1, minor: 2 };
+        assert!(MessageKind::ExpectJob.known_to(third));
+        for kind in [
+            MessageKind::ClassSettings,
+            MessageKind::SwitchDivision,
+            MessageKind::DivisionSwitched,
+            MessageKind::FrameReport,
+        ] {
+            assert!(!kind.known_to(third), "{kind} is 1.3");
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The application messages a session carries after the handshake.
 
+use super::classes::{ClassSettings, DivisionSwitched, SwitchDivision};
 use super::error::WireError;
+use super::frame_reports::FrameReport;
 use super::jobs::{CancelJob, ExpectJob, JobExited, LaunchJob};
 use super::kind::MessageKind;
 use super::leftovers::{RanksReaped, ReapRanks};
@@ -17,6 +19,7 @@ pub enum Message {
     HeartbeatReply(HeartbeatReply),
     SetPolicy(SetPolicy),
     Error(ErrorReport),
+    ClassSettings(ClassSettings),
     LaunchJob(LaunchJob),
     CancelJob(CancelJob),
     JobExited(JobExited),
@@ -28,6 +31,9 @@ pub enum Message {
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),
+    SwitchDivision(SwitchDivision),
+    DivisionSwitched(DivisionSwitched),
+    FrameReport(FrameReport),
 }
 
 impl Message {
@@ -39,6 +45,7 @@ impl Message {
             Message::HeartbeatReply(_) => HeartbeatReply::KIND,
             Message::SetPolicy(_) => SetPolicy::KIND,
             Message::Error(_) => ErrorReport::KIND,
+            Message::ClassSettings(_) => ClassSettings::KIND,
             Message::LaunchJob(_) => LaunchJob::KIND,
             Message::CancelJob(_) => CancelJob::KIND,
             Message::JobExited(_) => JobExited::KIND,
@@ -50,6 +57,9 @@ impl Message {
             Message::SwitchSlice(_) => SwitchSlice::KIND,
             Message::SliceSwitched(_) => SliceSwitched::KIND,
             Message::UtilReport(_) => UtilReport::KIND,
+            Message::SwitchDivision(_) => SwitchDivision::KIND,
+            Message::DivisionSwitched(_) => DivisionSwitched::KIND,
+            Message::FrameReport(_) => FrameReport::KIND,
         }
     }
 
@@ -61,6 +71,7 @@ impl Message {
             Message::HeartbeatReply(body) => payload::encode(body),
             Message::SetPolicy(body) => payload::encode(body),
             Message::Error(body) => payload::encode(body),
+            Message::ClassSettings(body) => payload::encode(body),
             Message::LaunchJob(body) => payload::encode(body),
             Message::CancelJob(body) => payload::encode(body),
             Message::JobExited(body) => payload::encode(body),
@@ -72,6 +83,9 @@ impl Message {
             Message::SwitchSlice(body) => payload::encode(body),
             Message::SliceSwitched(body) => payload::encode(body),
             Message::UtilReport(body) => payload::encode(body),
+            Message::SwitchDivision(body) => payload::encode(body),
+            Message::DivisionSwitched(body) => payload::encode(body),
+            Message::FrameReport(body) => payload::encode(body),
         }
     }
 
@@ -84,6 +98,7 @@ impl Message {
             MessageKind::HeartbeatReply => Message::HeartbeatReply(payload::decode(bytes)?),
             MessageKind::SetPolicy => Message::SetPolicy(payload::decode(bytes)?),
             MessageKind::Error => Message::Error(payload::decode(bytes)?),
+            MessageKind::ClassSettings => Message::ClassSettings(payload::decode(bytes)?),
             MessageKind::LaunchJob => Message::LaunchJob(payload::decode(bytes)?),
             MessageKind::CancelJob => Message::CancelJob(payload::decode(bytes)?),
             MessageKind::JobExited => Message::JobExited(payload::decode(bytes)?),
@@ -95,6 +110,9 @@ impl Message {
             MessageKind::SwitchSlice => Message::SwitchSlice(payload::decode(bytes)?),
             MessageKind::SliceSwitched => Message::SliceSwitched(payload::decode(bytes)?),
             MessageKind::UtilReport => Message::UtilReport(payload::decode(bytes)?),
+            MessageKind::SwitchDivision => Message::SwitchDivision(payload::decode(bytes)?),
+            MessageKind::DivisionSwitched => Message::DivisionSwitched(payload::decode(bytes)?),
+            MessageKind::FrameReport => Message::FrameReport(payload::decode(bytes)?),
             MessageKind::Hello | MessageKind::HelloAck | MessageKind::HelloConfirm => {
                 return Err(WireError::UnexpectedMessage {
                     kind,
@@ -121,6 +139,7 @@ message_from_body!(
     HeartbeatReply(HeartbeatReply),
     SetPolicy(SetPolicy),
     Error(ErrorReport),
+    ClassSettings(ClassSettings),
     LaunchJob(LaunchJob),
     CancelJob(CancelJob),
     JobExited(JobExited),
@@ -132,4 +151,7 @@ message_from_body!(
     SwitchSlice(SwitchSlice),
     SliceSwitched(SliceSwitched),
     UtilReport(UtilReport),
+    SwitchDivision(SwitchDivision),
+    DivisionSwitched(DivisionSwitched),
+    FrameReport(FrameReport),
 );

@@ -73,6 +73,7 @@ fn ranks_to_reap_survive_a_coordinator_restart() {
     let mut restarted = Core::restore(
         config(2, GlobalPolicy::Gang),
         serde_json::from_str(&text).unwrap(),
+        NOW_NS,
     )
     .unwrap();
     assert_eq!(

@@ -16,7 +16,9 @@ use crate::{
 
 mod attached;
 mod checks;
+mod classes;
 mod leftovers;
+mod one_gs;
 
 /// The coordinator's clock in these tests, ns; program checks time out
 /// [`CHECK_TIMEOUT_NS`] after it.
@@ -35,8 +37,13 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         job_port_count: 100,
         finished_retention: 10,
         check_timeout_ns: CHECK_TIMEOUT_NS,
+        slice_ns: SLICE_NS,
+        classes: Default::default(),
     }
 }
+
+/// One slice (a 1GS slot) in these tests.
+const SLICE_NS: u64 = 100_000_000;
 
 fn register(core: &mut Core, node: usize, conn: u64) {
     register_speaking(core, node, conn, ProtocolVersion::CURRENT);
@@ -78,7 +85,7 @@ fn take_answer(core: &mut Core, check: u64) -> Option<Result<JobView, String>> {
         |effect| matches!(effect, Effect::Submitted { check: decided, .. } if *decided == check),
     )?;
     match core.out.remove(position) {
-        Effect::Submitted { result, .. } => Some(result),
+        Effect::Submitted { result, .. } => Some(result.map(|view| *view)),
         _ => unreachable!("matched above"),
     }
 }
@@ -155,7 +162,7 @@ fn sent(effects: &[Effect]) -> Vec<(usize, Message)> {
         .iter()
         .filter_map(|effect| match effect {
             Effect::Send { node, message } => Some((*node, message.clone())),
-            Effect::Persist | Effect::Submitted { .. } => None,
+            Effect::Persist | Effect::Submitted { .. } | Effect::Observed(_) => None,
         })
         .collect()
 }
@@ -500,7 +507,7 @@ fn restart_keeps_confirmed_ranks_and_fails_jobs_whose_ranks_are_gone() {
     let lost = submit(&mut core, job("lost", 2)).id;
     let state = core.snapshot();
 
-    let mut restarted = Core::restore(config(2, GlobalPolicy::Gang), state).unwrap();
+    let mut restarted = Core::restore(config(2, GlobalPolicy::Gang), state, NOW_NS).unwrap();
     assert_eq!(restarted.epoch(), core.epoch() + 1);
     register(&mut restarted, 0, 10);
     register(&mut restarted, 1, 11);
@@ -540,7 +547,7 @@ fn restart_keeps_confirmed_ranks_and_fails_jobs_whose_ranks_are_gone() {
 #[test]
 fn restart_refuses_a_state_file_of_other_nodes() {
     let core = cluster(2, GlobalPolicy::Gang);
-    let error = Core::restore(config(3, GlobalPolicy::Gang), core.snapshot()).unwrap_err();
+    let error = Core::restore(config(3, GlobalPolicy::Gang), core.snapshot(), NOW_NS).unwrap_err();
     assert!(error.contains("differ"), "{error}");
 }
 
@@ -575,10 +582,10 @@ fn switching_to_fcfs_is_refused_while_two_rows_are_used() {
     let mut core = cluster(2, GlobalPolicy::Gang);
     submit(&mut core, job("a", 2));
     submit(&mut core, job("b", 2));
-    assert!(core.set_policy(GlobalPolicy::Fcfs).is_err());
+    assert!(core.set_policy(GlobalPolicy::Fcfs, NOW_NS).is_err());
     assert_eq!(core.policy(), GlobalPolicy::Gang);
     core.take_effects();
-    core.set_policy(GlobalPolicy::PairedGang).unwrap();
+    core.set_policy(GlobalPolicy::PairedGang, NOW_NS).unwrap();
     let messages = sent(&core.take_effects());
     assert_eq!(messages.len(), 2, "every agent is told: {messages:?}");
 }
@@ -589,7 +596,7 @@ fn switching_from_fcfs_to_gang_starts_queued_jobs() {
     submit(&mut core, job("a", 2));
     let queued = submit(&mut core, job("b", 2)).id;
     core.take_effects();
-    core.set_policy(GlobalPolicy::Gang).unwrap();
+    core.set_policy(GlobalPolicy::Gang, NOW_NS).unwrap();
     assert_eq!(core.job_view(queued).unwrap().row, Some(1));
     assert_eq!(launches(&core.take_effects()).len(), 2);
 }

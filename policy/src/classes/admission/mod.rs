@@ -11,8 +11,12 @@
 //! BE jobs are never subject to admission (§4.4: they come in "as long as
 //! they can find CPUs"); place them with [`allocate_be`].
 //!
+//! [`AdmissionRule::check_placement`] applies a rule to processes that
+//! already run where they are (they cannot move).
+//!
 //! [`allocate_be`]: super::tdm::allocate_be
 
+mod fixed;
 mod samples;
 mod statistical;
 
@@ -74,6 +78,45 @@ pub enum Rejection {
         placed_ppm: u64,
         capacity_ppm: u64,
     },
+    /// [`AdmissionRule::check_placement`]'s deterministic refusal.
+    #[error(
+        "process {process} of {job} on node {node}, where it runs: {placed_ns} ns of RT load \
+         per window there plus its {load_ns} ns exceed the capacity of {capacity_ns} ns"
+    )]
+    WindowCapacityInPlace {
+        job: JobId,
+        process: usize,
+        node: NodeIndex,
+        load_ns: u64,
+        placed_ns: u64,
+        capacity_ns: u64,
+    },
+    /// [`AdmissionRule::check_placement`]'s statistical refusal.
+    #[error(
+        "process {process} of {job} on node {node}, where it runs: {placed_ppm} ppm there plus \
+         its {load_ppm} ppm exceed the bound of {capacity_ppm} ppm"
+    )]
+    UtilizationInPlace {
+        job: JobId,
+        process: usize,
+        node: NodeIndex,
+        load_ppm: u64,
+        placed_ppm: u64,
+        capacity_ppm: u64,
+    },
+}
+
+impl Rejection {
+    /// A short, fixed label for the refusal (for metrics).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::AlreadyPlaced(_) => "already_placed",
+            Self::Invalid(_) => "invalid_spec",
+            Self::Allocation(_) => "allocation",
+            Self::WindowCapacity { .. } | Self::WindowCapacityInPlace { .. } => "window_capacity",
+            Self::Utilization { .. } | Self::UtilizationInPlace { .. } => "utilization",
+        }
+    }
 }
 
 impl AdmissionRule {

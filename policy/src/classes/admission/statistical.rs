@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::super::job::RtJob;
 use super::super::ledger::{ClassLedger, NodeLedger, RtPlacement};
-use super::super::tdm::{AllocationError, RtLoadModel};
+use super::super::tdm::{AllocationError, RtLoadModel, Taken, check_spread};
 use super::{MeasuredWork, Rejection};
 
 /// Parameters of the statistical rule.
@@ -79,15 +79,14 @@ pub fn admit_statistical(
     model: &RtLoadModel,
     params: &StatisticalParams,
 ) -> Result<RtPlacement, Rejection> {
+    check_spread(ledger, job)?;
     let capacity_ppm = model.capacity_ppm(params.bound_ppm);
-    let mut placed: Vec<u64> = ledger
-        .nodes()
-        .iter()
-        .map(|node| params.node_load_ppm(ledger, node, model))
-        .collect();
+    let mut placed = node_loads_ppm(ledger, model, params);
+    let mut taken = Taken::new(ledger);
     let mut nodes = vec![0; job.processes()];
     for process in job.heaviest_first() {
-        let node = least_loaded(&placed).ok_or(Rejection::Allocation(AllocationError::NoNodes))?;
+        let node =
+            least_loaded(&placed, &taken).ok_or(Rejection::Allocation(AllocationError::NoNodes))?;
         let load_ppm = model.utilization_ppm(job.period_ns, job.process_work_ns[process]);
         if placed[node].saturating_add(load_ppm) > capacity_ppm {
             return Err(Rejection::Utilization {
@@ -100,15 +99,30 @@ pub fn admit_statistical(
             });
         }
         placed[node] += load_ppm;
+        taken.take(node);
         nodes[process] = node;
     }
     Ok(RtPlacement { job: job.id, nodes })
 }
 
-fn least_loaded(placed: &[u64]) -> Option<usize> {
+/// What each node's admitted RT processes count for, ppm.
+pub(crate) fn node_loads_ppm(
+    ledger: &ClassLedger,
+    model: &RtLoadModel,
+    params: &StatisticalParams,
+) -> Vec<u64> {
+    ledger
+        .nodes()
+        .iter()
+        .map(|node| params.node_load_ppm(ledger, node, model))
+        .collect()
+}
+
+fn least_loaded(placed: &[u64], taken: &Taken) -> Option<usize> {
     placed
         .iter()
         .enumerate()
+        .filter(|&(node, _)| taken.allows(node))
         .min_by_key(|&(node, &load)| (load, node))
         .map(|(node, _)| node)
 }

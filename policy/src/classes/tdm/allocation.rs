@@ -11,6 +11,10 @@
 //! BE: a job of s processes goes to the s nodes with the fewest BE processes
 //! (§4.2: the scheduler knows nothing else of a BE job), ties to the lowest
 //! index, one process per node.
+//!
+//! On a ledger of [one process per node](ClassLedger::one_process_per_node)
+//! each RT process goes to the node with the most laxity among those the
+//! job does not use yet.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -18,7 +22,7 @@ use thiserror::Error;
 use super::super::job::RtJob;
 use super::super::ledger::{ClassLedger, RtPlacement};
 use super::load::RtLoadModel;
-use crate::global::NodeIndex;
+use crate::global::{JobId, NodeIndex};
 
 /// A node's laxity. `Finite` orders before `Unbounded`, so the most laxity
 /// is the maximum.
@@ -53,6 +57,55 @@ pub enum AllocationError {
     EmptyBeJob,
     #[error("a BE job of {size} processes does not fit {nodes} nodes (one process per node)")]
     BeJobTooLarge { size: usize, nodes: usize },
+    #[error("an RT job of {size} processes does not fit {nodes} nodes (one process per node)")]
+    RtJobTooLarge { size: usize, nodes: usize },
+    #[error(
+        "the placement of {job} names {given} nodes for {processes} processes, a node past the \
+         cluster's {nodes}, or (one process per node) a node twice"
+    )]
+    PlacementMismatch {
+        job: JobId,
+        processes: usize,
+        given: usize,
+        nodes: usize,
+    },
+}
+
+/// Refuses an RT job with more processes than nodes on a ledger of one
+/// process per node.
+pub(crate) fn check_spread(ledger: &ClassLedger, job: &RtJob) -> Result<(), AllocationError> {
+    if ledger.spreads_processes() && job.processes() > ledger.node_count() {
+        return Err(AllocationError::RtJobTooLarge {
+            size: job.processes(),
+            nodes: ledger.node_count(),
+        });
+    }
+    Ok(())
+}
+
+/// The nodes a job's next process may not go to: those it already uses, on
+/// a ledger of one process per node; none otherwise.
+#[derive(Debug, Clone)]
+pub(crate) struct Taken {
+    spread: bool,
+    nodes: Vec<bool>,
+}
+
+impl Taken {
+    pub fn new(ledger: &ClassLedger) -> Self {
+        Self {
+            spread: ledger.spreads_processes(),
+            nodes: vec![false; ledger.node_count()],
+        }
+    }
+
+    pub fn allows(&self, node: NodeIndex) -> bool {
+        !self.spread || !self.nodes[node]
+    }
+
+    pub fn take(&mut self, node: NodeIndex) {
+        self.nodes[node] = true;
+    }
 }
 
 /// Σ_i and Γ_i of one node while a job is being placed.
@@ -85,11 +138,17 @@ pub(crate) fn node_loads(ledger: &ClassLedger, model: &RtLoadModel) -> Vec<NodeL
         .collect()
 }
 
-/// The node with the most laxity, ties to the lowest index.
-pub(crate) fn most_laxity(loads: &[NodeLoad], model: &RtLoadModel) -> Option<NodeIndex> {
+/// The node with the most laxity the job may still use, ties to the lowest
+/// index.
+pub(crate) fn most_laxity(
+    loads: &[NodeLoad],
+    model: &RtLoadModel,
+    taken: &Taken,
+) -> Option<NodeIndex> {
     loads
         .iter()
         .enumerate()
+        .filter(|&(node, _)| taken.allows(node))
         .max_by(|(a, la), (b, lb)| {
             la.laxity(model)
                 .cmp(&lb.laxity(model))
@@ -104,12 +163,15 @@ pub fn allocate_rt(
     job: &RtJob,
     model: &RtLoadModel,
 ) -> Result<RtPlacement, AllocationError> {
+    check_spread(ledger, job)?;
     let mut loads = node_loads(ledger, model);
+    let mut taken = Taken::new(ledger);
     let mut nodes = vec![0; job.processes()];
     for process in job.heaviest_first() {
-        let node = most_laxity(&loads, model).ok_or(AllocationError::NoNodes)?;
+        let node = most_laxity(&loads, model, &taken).ok_or(AllocationError::NoNodes)?;
         let spec = job.process_spec(process);
         loads[node].add(model.window_load_ns(&spec), spec.window_ns());
+        taken.take(node);
         nodes[process] = node;
     }
     Ok(RtPlacement { job: job.id, nodes })

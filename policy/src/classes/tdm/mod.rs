@@ -16,7 +16,9 @@ mod load;
 mod node;
 
 pub use admission::admit_deterministic;
+pub(crate) use admission::window_fit;
 pub use allocation::{AllocationError, Laxity, allocate_be, allocate_rt};
+pub(crate) use allocation::{Taken, check_spread, node_loads};
 pub use division::{Division, DivisionClock, DivisionError};
 pub use load::{DivisionCost, RtLoadModel};
 pub use node::{ClassDecision, TdmEvent, TdmNode, decide};

@@ -304,3 +304,34 @@ fn statistical_admission_spreads_processes_to_the_least_utilized_node() {
     // 300 first, to the empty node 1; then 200 to node 0 (100 < 300).
     assert_eq!(placement.nodes, vec![0, 1]);
 }
+
+#[test]
+fn with_one_process_per_node_each_rule_tests_a_process_on_the_best_node_the_job_does_not_use() {
+    // Two nodes: node 0 half full (load 2000 of 4000), node 1 empty. A job
+    // of two processes of 600 (load 2400 each): the first takes node 1 (most
+    // laxity), the second may only go to node 0, where 2000 + 2400 > 4000.
+    let mut ledger = ClassLedger::one_process_per_node(2);
+    AdmissionRule::Deterministic
+        .admit(&mut ledger, &job(1, &[500]), &model())
+        .unwrap();
+    let error = AdmissionRule::Deterministic
+        .evaluate(&ledger, &job(2, &[600, 600]), &model())
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Rejection::WindowCapacity {
+                node: 0,
+                process: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert_eq!(error.label(), "window_capacity");
+    // The statistical rule spreads the same way.
+    let placement = statistical(1_000_000)
+        .evaluate(&ledger, &job(3, &[100, 100]), &model())
+        .unwrap();
+    assert!(placement.is_spread(), "{placement:?}");
+}

@@ -110,3 +110,39 @@ fn an_empty_cluster_cannot_place_an_rt_job() {
         Err(AllocationError::NoNodes)
     );
 }
+
+/// [`loaded`] on a ledger of one process per node.
+fn loaded_spread(works: &[u64]) -> ClassLedger {
+    let mut ledger = ClassLedger::one_process_per_node(works.len());
+    for (node, &work) in works.iter().enumerate() {
+        let id = 100 + node as u64;
+        ledger.place_rt(
+            &job(id, &[work]),
+            RtPlacement {
+                job: JobId(id),
+                nodes: vec![node],
+            },
+        );
+    }
+    ledger
+}
+
+#[test]
+fn with_one_process_per_node_a_light_job_takes_the_next_most_laxity_node() {
+    // As in the shared case, but the second process may not join the first.
+    let ledger = loaded_spread(&[100, 500]);
+    let placement = allocate_rt(&ledger, &job(1, &[50, 50]), &model()).unwrap();
+    assert_eq!(placement.nodes, vec![0, 1]);
+    assert!(placement.is_spread());
+}
+
+#[test]
+fn with_one_process_per_node_a_job_wider_than_the_cluster_is_refused() {
+    let ledger = ClassLedger::one_process_per_node(2);
+    assert_eq!(
+        allocate_rt(&ledger, &job(1, &[1, 1, 1]), &model()),
+        Err(AllocationError::RtJobTooLarge { size: 3, nodes: 2 })
+    );
+    // Where processes may share, it fits.
+    assert!(allocate_rt(&ClassLedger::new(2), &job(1, &[1, 1, 1]), &model()).is_ok());
+}

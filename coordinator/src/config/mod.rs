@@ -1,5 +1,10 @@
 //! The coordinator's TOML configuration: typed, documented defaults, unknown
-//! keys rejected, validated before use.
+//! keys rejected, validated before use. The `[classes]` table (the BE/RT
+//! policies) is in [`classes`].
+
+mod classes;
+
+pub use classes::{AdmissionKind, ClassesConfig, parse_ratio};
 
 use std::{
     net::SocketAddr,
@@ -38,8 +43,9 @@ pub struct Config {
     /// A file holding the shared secret in the same format.
     #[serde(default)]
     pub secret_file: Option<PathBuf>,
-    /// Global policy: `fcfs`, `gang` (default), `paired-gang`, `fcs`.
-    /// Switchable at run time with `cosched policy set`.
+    /// Global policy: `fcfs`, `gang` (default), `paired-gang`, `fcs`, and
+    /// the BE/RT policies `one-level-gang`, `2dcs-tdm`, `2dcs-ps` (see
+    /// `[classes]`). Switchable at run time with `cosched policy set`.
     #[serde(default)]
     pub policy: GlobalPolicy,
     /// Maximum multiprogramming level: rows of the matrix (fcfs always uses
@@ -93,6 +99,10 @@ pub struct Config {
     /// endpoint (`[limits.agents]`, `[limits.admin]`, `[limits.metrics]`).
     #[serde(default)]
     pub limits: Limits,
+    /// The BE/RT policies: fairness ratio, TDM period, costs, admission
+    /// (`[classes]`; see [`ClassesConfig`]).
+    #[serde(default)]
+    pub classes: ClassesConfig,
 }
 
 fn default_listen() -> SocketAddr {
@@ -259,6 +269,13 @@ impl Config {
             );
         }
         self.limits.validate().map_err(ConfigError::Invalid)?;
+        self.classes
+            .validate(
+                self.nodes.len(),
+                self.slice_ms,
+                self.switch_lead().as_micros() as u64,
+            )
+            .map_err(ConfigError::Invalid)?;
         Ok(())
     }
 
@@ -325,6 +342,35 @@ mod tests {
         assert_eq!(config.paired, PairingConfig::default());
         assert_eq!(config.realtime_priority, 40);
         assert_eq!(config.limits, Limits::default());
+        assert_eq!(config.classes, ClassesConfig::default());
+    }
+
+    #[test]
+    fn the_classes_table_is_validated_with_its_keys_named() {
+        let text = format!(
+            "{}policy = \"2dcs-tdm\"\n[classes]\nratio = \"3:1\"\nadmission = \"none\"\n",
+            minimal()
+        );
+        let config = Config::parse(&text, "t").unwrap();
+        assert_eq!(config.policy, GlobalPolicy::TwoDcsTdm);
+        assert_eq!(config.classes.ratio_text(), "3:1");
+        assert_eq!(config.classes.admission, AdmissionKind::None);
+        let text = format!("{}[classes]\nrt_max_wait_ms = 0\n", minimal());
+        let error = Config::parse(&text, "t").unwrap_err();
+        assert!(
+            error.to_string().contains("classes.rt_max_wait_ms 0"),
+            "{error}"
+        );
+        // A lead too long for the divisions (10 ms of BE per 30 ms period).
+        let text = format!(
+            "{}slice_ms = 20\nswitch_lead_us = 6000\n[classes]\ntdm_period_ms = 30\n",
+            minimal()
+        );
+        let error = Config::parse(&text, "t").unwrap_err();
+        assert!(
+            error.to_string().contains("shortest TDM division"),
+            "{error}"
+        );
     }
 
     #[test]

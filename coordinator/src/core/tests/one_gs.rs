@@ -1,0 +1,267 @@
+//! One-level gang scheduling (1GS) driven by the coordinator: its rows as
+//! slices, waits and evictions, replication and the satisfied set, restarts.
+
+use cosched_proto::wire::{FrameReport, JobFrames};
+
+use super::classes::{classes_cluster, observed, rt};
+use super::*;
+use crate::{config::ClassesConfig, core::Observed};
+
+const MS: u64 = 1_000_000;
+
+/// M = 3 rows at 2:1 (rows 0 and 1 RT, row 2 BE), 100 ms slots: Ψ = 300 ms.
+fn one_gs(nodes: usize) -> Core {
+    classes_cluster(nodes, GlobalPolicy::OneLevelGang, ClassesConfig::default())
+}
+
+/// d = 100 ms, b = 1, τ = 40 ms: r = ⌈300 · 40 / (100 · 100)⌉ = 2 rows.
+fn heavy(name: &str, nodes: usize) -> Submission {
+    rt(name, nodes, 100 * MS, 1, 40 * MS)
+}
+
+/// τ = 10 ms: one row is enough.
+fn light(name: &str, nodes: usize) -> Submission {
+    rt(name, nodes, 100 * MS, 1, 10 * MS)
+}
+
+#[test]
+fn under_1gs_an_rt_job_that_needs_more_rows_waits_and_is_evicted_after_w() {
+    let mut core = one_gs(2);
+    let first = submit(&mut core, heavy("first", 2));
+    assert_eq!(first.state, JobStateView::Running);
+    assert_eq!(first.rows_held, [0, 1], "r = 2 rows of the RT set");
+    assert!(
+        first.guarantee.as_ref().unwrap().contains("(met)"),
+        "{first:?}"
+    );
+    let second = submit(&mut core, heavy("second", 2));
+    assert_eq!(second.state, JobStateView::Queued);
+    assert_eq!(second.queue_position, Some(0));
+    assert_eq!(second.admission.as_ref().unwrap().state, "waiting");
+    core.take_effects();
+    let w = ClassesConfig::default().rt_max_wait_ms * MS;
+    assert_eq!(core.next_eviction_ns(), Some(NOW_NS + w));
+    core.evict_expired(NOW_NS + w - 1);
+    assert_eq!(
+        core.job_view(second.id).unwrap().state,
+        JobStateView::Queued
+    );
+    core.evict_expired(NOW_NS + w);
+    let evicted = core.job_view(second.id).unwrap();
+    assert_eq!(evicted.state, JobStateView::Failed);
+    let reason = evicted.reason.unwrap();
+    assert!(
+        reason.starts_with("evicted: waited 30000 ms for 2 rows"),
+        "{reason}"
+    );
+    let admission = evicted.admission.unwrap();
+    assert_eq!(admission.state, "rejected");
+    assert_eq!(admission.reason.as_deref(), Some(reason.as_str()));
+    let effects = core.take_effects();
+    assert_eq!(observed(&effects), [Observed::RtEvicted]);
+    assert!(launches(&effects).is_empty(), "it never ran");
+    assert_eq!(core.next_eviction_ns(), None);
+    assert_eq!(core.jobs_view(false).len(), 1);
+}
+
+#[test]
+fn under_1gs_a_waiting_rt_job_starts_when_a_running_one_leaves() {
+    let mut core = one_gs(2);
+    let first = submit(&mut core, heavy("first", 2)).id;
+    let second = submit(&mut core, heavy("second", 2)).id;
+    core.take_effects();
+    exit(&mut core, 0, first, 0, 0);
+    exit(&mut core, 1, first, 1, 0);
+    let view = core.job_view(second).unwrap();
+    assert_eq!(view.state, JobStateView::Running);
+    assert_eq!(view.admission.unwrap().state, "admitted");
+    let effects = core.take_effects();
+    assert_eq!(launches(&effects).len(), 2);
+    assert!(observed(&effects).contains(&Observed::RtAdmitted));
+}
+
+#[test]
+fn under_1gs_an_rt_job_needing_more_rows_than_the_rt_set_is_refused_at_once() {
+    let mut core = one_gs(2);
+    // τ = 80 ms: r = ⌈300 · 80 / 10000⌉ = 3 rows, the RT set has 2.
+    let error = core
+        .submit(rt("greedy", 1, 100 * MS, 1, 80 * MS), 0, NOW_NS)
+        .unwrap_err();
+    assert!(error.contains("need 3 rows"), "{error}");
+    assert!(error.contains("the set has 2"), "{error}");
+    assert_eq!(
+        observed(&core.take_effects()),
+        [Observed::RtRejected { reason: "rows" }]
+    );
+    assert!(core.jobs_view(true).is_empty());
+}
+
+#[test]
+fn under_1gs_slices_run_its_rows_in_turn_with_each_rows_job_on_its_nodes() {
+    let mut core = one_gs(2);
+    let video = submit(&mut core, heavy("video", 1)).id;
+    let batch = submit(&mut core, job("batch", 2)).id;
+    core.take_effects();
+    let mut seen = Vec::new();
+    for slice in 0..3u64 {
+        core.plan_slice(NOW_NS + slice * SLICE_NS);
+        let switched = switches(&core.take_effects());
+        assert_eq!(switched.len(), 2, "every ready node");
+        assert!(switched.iter().all(|(_, switch)| switch.strict));
+        seen.push((
+            switched[0].1.rows.clone(),
+            switched[0].1.active_jobs.clone(),
+        ));
+    }
+    // Rows 0 and 1 hold the RT job (on n0; the BE job's replica fills n1),
+    // row 2 the BE job.
+    assert_eq!(seen[0].0, [0]);
+    assert_eq!(seen[2], (vec![2], vec![batch]));
+    assert!(seen[0].1.contains(&video) && seen[1].1.contains(&video));
+    let matrix = core.matrix_view();
+    assert_eq!(matrix.row_classes, ["rt", "rt", "be"]);
+    assert_eq!(matrix.cells[0][0], Some(video));
+}
+
+#[test]
+fn under_1gs_rt_jobs_every_node_reports_satisfied_are_no_longer_replicated() {
+    let mut core = one_gs(2);
+    let video = submit(&mut core, light("video", 2)).id;
+    assert!(
+        !core.job_view(video).unwrap().replica_rows.is_empty(),
+        "idle rows get copies of an RT job short of its frames"
+    );
+    let satisfied = |satisfied| FrameReport {
+        jobs: vec![JobFrames {
+            job_id: video,
+            frames: 10,
+            expected: 10,
+            met: 10,
+            missed: 0,
+            satisfied,
+            work_p95_ns: None,
+        }],
+    };
+    core.frame_report(0, &satisfied(true)).unwrap();
+    core.frame_report(1, &satisfied(false)).unwrap();
+    submit(&mut core, job("batch", 1));
+    assert!(
+        !core.job_view(video).unwrap().replica_rows.is_empty(),
+        "one node still short: replicated"
+    );
+    core.frame_report(1, &satisfied(true)).unwrap();
+    submit(&mut core, job("batch2", 1));
+    assert_eq!(
+        core.job_view(video).unwrap().replica_rows,
+        Vec::<usize>::new()
+    );
+}
+
+#[test]
+fn a_restart_under_1gs_keeps_its_matrix_and_queues() {
+    let mut core = one_gs(2);
+    let running = submit(&mut core, heavy("running", 2));
+    let waiting = submit(&mut core, heavy("waiting", 2));
+    let state = core.snapshot();
+    assert!(state.one_gs.is_some());
+    let text = serde_json::to_string(&state).unwrap();
+    let mut config = config(2, GlobalPolicy::OneLevelGang);
+    config.classes = ClassesConfig::default();
+    let restarted = Core::restore(config, serde_json::from_str(&text).unwrap(), NOW_NS).unwrap();
+    assert_eq!(restarted.job_view(running.id).unwrap().rows_held, [0, 1]);
+    assert_eq!(
+        restarted.job_view(waiting.id).unwrap().queue_position,
+        Some(0)
+    );
+    assert_eq!(restarted.next_eviction_ns(), core.next_eviction_ns());
+}
+
+#[test]
+fn a_restart_with_the_1gs_state_missing_is_refused() {
+    let mut core = one_gs(2);
+    submit(&mut core, heavy("running", 2));
+    let mut state = core.snapshot();
+    state.one_gs = None;
+    let mut config = config(2, GlobalPolicy::OneLevelGang);
+    config.classes = ClassesConfig::default();
+    let error = Core::restore(config, state, NOW_NS).unwrap_err();
+    assert!(error.contains("without its matrix"), "{error}");
+}
+
+#[test]
+fn a_restart_under_another_policy_takes_the_jobs_over_as_a_switch_would() {
+    let mut core = one_gs(2);
+    submit(&mut core, heavy("video", 1));
+    let state = core.snapshot();
+    // Configured gang now: the RT job cannot continue under it.
+    let error = Core::restore(config(2, GlobalPolicy::Gang), state.clone(), NOW_NS).unwrap_err();
+    assert!(
+        error.contains("cannot continue under the configured policy"),
+        "{error}"
+    );
+    let mut config = config(2, GlobalPolicy::TwoDcsPs);
+    config.classes = ClassesConfig::default();
+    let restarted = Core::restore(config, state, NOW_NS).unwrap();
+    assert_eq!(restarted.policy(), GlobalPolicy::TwoDcsPs);
+    assert_eq!(restarted.jobs_view(false)[0].nodes, ["n0"]);
+}
+
+#[test]
+fn switching_from_1gs_to_2dcs_keeps_its_jobs_and_waiting_ones_are_admitted_or_refuse_it() {
+    let mut core = one_gs(2);
+    let first = submit(&mut core, heavy("first", 2)).id;
+    let second = submit(&mut core, heavy("second", 2)).id;
+    core.take_effects();
+    // 2DCS-TDM with 2:1 and a 100 ms window: 66 ms of RT capacity per node;
+    // each job loads 40 ms, so the waiting one does not fit beside the
+    // running one and the switch is refused.
+    let error = core
+        .set_policy(GlobalPolicy::TwoDcsTdm, NOW_NS)
+        .unwrap_err();
+    assert!(error.contains(&format!("job {second} (second")), "{error}");
+    assert!(error.contains("(waiting) would be refused"), "{error}");
+    assert_eq!(core.policy(), GlobalPolicy::OneLevelGang);
+    core.cancel(second).unwrap();
+    core.set_policy(GlobalPolicy::TwoDcsTdm, NOW_NS).unwrap();
+    assert_eq!(core.job_view(first).unwrap().nodes, ["n0", "n1"]);
+    assert_eq!(core.job_view(first).unwrap().rows_held, Vec::<usize>::new());
+}
+
+#[test]
+fn new_settings_that_leave_the_1gs_matrix_as_it_is_are_only_recorded_and_sent() {
+    let mut core = one_gs(2);
+    let running = submit(&mut core, heavy("running", 2));
+    core.take_effects();
+    let epoch = core.epoch();
+    let longer = ClassesConfig {
+        tdm_period_ms: 300,
+        rt_max_wait_ms: 5_000,
+        ..ClassesConfig::default()
+    };
+    core.set_classes(longer, NOW_NS).unwrap();
+    assert_eq!(core.epoch(), epoch, "no re-placement, same epoch");
+    let told = sent(&core.take_effects());
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(told.iter().all(|(_, message)| matches!(
+        message,
+        Message::ClassSettings(settings) if settings.tdm_period_ns == 300 * MS
+    )));
+    assert_eq!(core.job_view(running.id).unwrap().rows_held, [0, 1]);
+    let waiting = submit(&mut core, heavy("waiting", 2));
+    assert_eq!(core.next_eviction_ns(), Some(NOW_NS + 5_000 * MS));
+    // More rows and a larger RT part change the matrix: the jobs arrive
+    // again and keep their nodes. 10 rows at 9:1 give the RT class 9; each
+    // job needs ⌈1000 · 40 / 10000⌉ = 4, so the waiting one fits too.
+    let wider = ClassesConfig {
+        one_gs_rows: 10,
+        ratio: cosched_policy::classes::FairnessRatio::new(9, 1).unwrap(),
+        ..ClassesConfig::default()
+    };
+    core.set_classes(wider, NOW_NS).unwrap();
+    assert_eq!(core.epoch(), epoch + 1);
+    assert_eq!(
+        core.job_view(waiting.id).unwrap().state,
+        JobStateView::Running
+    );
+    assert_eq!(core.job_view(running.id).unwrap().nodes, ["n0", "n1"]);
+}

@@ -1,0 +1,72 @@
+//! What real-time jobs achieve on a node (protocol 1.3): agent →
+//! coordinator `FrameReport`.
+//!
+//! The coordinator shows each RT job's miss rate, leaves RT jobs that already
+//! produce their frames out of 1GS's replication (§4.1: only jobs with
+//! n < b are replicated), and, under statistical admission, counts the work
+//! agents measured instead of the declared one.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::jobs::JobId;
+use super::kind::MessageKind;
+use super::payload::Payload;
+
+/// One RT job's rank on the reporting node. Counts are cumulative since
+/// the agent started tracking the rank (they restart with the agent), so a
+/// report replaces the previous one and a lost report loses nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFrames {
+    pub job_id: JobId,
+    /// Frames completed (closed windows and the current one).
+    pub frames: u64,
+    /// Frames due in the closed windows: b per window.
+    pub expected: u64,
+    /// Of those, frames produced in time: min(n, b) per window.
+    pub met: u64,
+    /// Frames missed: max(0, b − n) per window; `met + missed == expected`.
+    pub missed: u64,
+    /// Every RT process of the rank has produced its b frames in its
+    /// current window (n ≥ b).
+    pub satisfied: bool,
+    /// The 95th percentile of the rank's recent per-frame CPU time, once the
+    /// agent measured some.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_p95_ns: Option<u64>,
+}
+
+/// Agent → coordinator, periodically while RT jobs run there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrameReport {
+    pub jobs: Vec<JobFrames>,
+}
+
+impl Payload for FrameReport {
+    const KIND: MessageKind = MessageKind::FrameReport;
+
+    fn check(&self) -> Result<(), String> {
+        let mut seen = BTreeSet::new();
+        for job in &self.jobs {
+            if !seen.insert(job.job_id) {
+                return Err(format!("job {} is reported twice", job.job_id));
+            }
+            if job.met.checked_add(job.missed) != Some(job.expected) {
+                return Err(format!(
+                    "job {}: met {} + missed {} is not expected {}",
+                    job.job_id, job.met, job.missed, job.expected
+                ));
+            }
+            if job.met > job.frames {
+                return Err(format!(
+                    "job {}: met {} exceeds the {} frames completed",
+                    job.job_id, job.met, job.frames
+                ));
+            }
+        }
+        Ok(())
+    }
+}
