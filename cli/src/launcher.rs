@@ -209,9 +209,14 @@ pub struct SlurmHook<'a> {
 /// `OnFailure::RunUnmanaged` the hook then exits 0, so the step or task
 /// runs, unmanaged.
 pub fn slurm_hook(hook: &SlurmHook, args: &[String]) -> ExitCode {
+    let context = std::env::var("SLURM_SCRIPT_CONTEXT").ok();
     let action = match slurm::decide(hook.mode, |var| std::env::var(var).ok(), args) {
         Ok(action) => action,
-        Err(message) => return fail(format!("slurm-hook: {message}")),
+        // Not run by Slurm: a usage error.
+        Err(message) if context.is_none() => return fail(format!("slurm-hook: {message}")),
+        Err(message) => {
+            return unmanaged_or_fail(hook, context.as_deref(), "slurm-hook", &message);
+        }
     };
     let (what, result) = match &action {
         slurm::Action::Skip(why) => {
@@ -243,16 +248,33 @@ pub fn slurm_hook(hook: &SlurmHook, args: &[String]) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(error) => match (&action, hook.on_failure) {
-            (slurm::Action::Detach { .. }, _) => fail(format!("{what}: {error}")),
-            (_, slurm::OnFailure::RunUnmanaged) => {
-                eprintln!(
-                    "cosched: warning: {what}: {error}: the step runs UNMANAGED (not coscheduled)"
-                );
-                ExitCode::SUCCESS
+        // Cleanup after the step: nothing left to protect, never an error
+        // (srun would report "srun epilog failed").
+        Err(error) if matches!(action, slurm::Action::Detach { .. }) => {
+            eprintln!("cosched: warning: {what}: {error}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => unmanaged_or_fail(hook, context.as_deref(), &what, &error),
+    }
+}
+
+/// The hook could not do its part: with `RunUnmanaged`, warn and exit 0
+/// (the step or task runs, not coscheduled); else fail it. A task prolog's
+/// stderr reaches nobody, so its warning also goes to the task's output
+/// (Slurm prints a TaskProlog's `print ...` lines there).
+fn unmanaged_or_fail(hook: &SlurmHook, context: Option<&str>, what: &str, error: &str) -> ExitCode {
+    match hook.on_failure {
+        slurm::OnFailure::RunUnmanaged => {
+            let warning = format!(
+                "cosched: warning: {what}: {error}: the step runs UNMANAGED (not coscheduled)"
+            );
+            if context == Some("prolog_task") {
+                println!("print {warning}");
             }
-            (_, slurm::OnFailure::Fail) => fail(format!("{what}: {error}")),
-        },
+            eprintln!("{warning}");
+            ExitCode::SUCCESS
+        }
+        slurm::OnFailure::Fail => fail(format!("{what}: {error}")),
     }
 }
 

@@ -134,7 +134,9 @@ pub fn decide(
                         format!("{}={id:?} is not a job id", crate::attach::JOB_ENV)
                     })?),
                     None => {
-                        let step = need("SLURM_STEP_ID")?;
+                        let Some(step) = get("SLURM_STEP_ID") else {
+                            return Ok(Action::Skip("no step id: the batch script's task".into()));
+                        };
                         // The batch script and the extern step are no srun step:
                         // no srun prolog attached them.
                         if !step.parse::<u32>().is_ok_and(|s| s < 0xffff_fff0) {
@@ -324,6 +326,15 @@ mod tests {
                 "{step}"
             );
         }
+        let batch = env(&[
+            ("SLURM_SCRIPT_CONTEXT", "prolog_task"),
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_TASK_PID", "777"),
+        ]);
+        assert!(matches!(
+            decide(Mode::All, &batch, &[]).unwrap(),
+            Action::Skip(_)
+        ));
     }
 
     #[test]
