@@ -9,7 +9,7 @@ use std::{
     time::Duration,
 };
 
-use cosched::{attach, node, tables};
+use cosched::{attach, node, slurm, tables};
 use cosched_coordinator::admin::{
     client::Client,
     protocol::{Attachment, Reply, Request},
@@ -190,4 +190,179 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
         other => println!("{other:?}"),
     }
     ExitCode::SUCCESS
+}
+
+/// How `slurm-hook` was configured (the admin's wrapper script's flags).
+pub struct SlurmHook<'a> {
+    pub coordinator: &'a Path,
+    pub agent_socket: &'a Path,
+    pub timeout: Duration,
+    pub mode: slurm::Mode,
+    pub on_failure: slurm::OnFailure,
+    /// How long a task waits for its node's agent to learn about the step.
+    pub wait: Duration,
+    pub verbose: bool,
+}
+
+/// `cosched slurm-hook`: see [`slurm`]. Whatever goes wrong with cosched
+/// is reported on stderr (which Slurm passes to srun's stderr); with
+/// `OnFailure::RunUnmanaged` the hook then exits 0, so the step or task
+/// runs, unmanaged.
+pub fn slurm_hook(hook: &SlurmHook, args: &[String]) -> ExitCode {
+    let context = std::env::var("SLURM_SCRIPT_CONTEXT").ok();
+    let action = match slurm::decide(hook.mode, |var| std::env::var(var).ok(), args) {
+        Ok(action) => action,
+        // Not run by Slurm: a usage error.
+        Err(message) if context.is_none() => return fail(format!("slurm-hook: {message}")),
+        Err(message) => {
+            return unmanaged_or_fail(hook, context.as_deref(), "slurm-hook", &message);
+        }
+    };
+    let (what, result) = match &action {
+        slurm::Action::Skip(why) => {
+            if hook.verbose {
+                eprintln!("cosched: slurm-hook: {why}");
+            }
+            return ExitCode::SUCCESS;
+        }
+        slurm::Action::Attach {
+            name,
+            nodes,
+            command,
+        } => (
+            format!("attaching step {name} on {}", nodes.join(",")),
+            slurm_attach(hook, name, nodes, command),
+        ),
+        slurm::Action::Join { job, pid } => (
+            format!("joining task pid {pid} to {job}"),
+            slurm_join(hook, job, *pid),
+        ),
+        slurm::Action::Detach { name } => {
+            (format!("detaching step {name}"), slurm_detach(hook, name))
+        }
+    };
+    match result {
+        Ok(done) => {
+            if hook.verbose {
+                eprintln!("cosched: {done}");
+            }
+            ExitCode::SUCCESS
+        }
+        // Cleanup after the step: nothing left to protect, never an error
+        // (srun would report "srun epilog failed").
+        Err(error) if matches!(action, slurm::Action::Detach { .. }) => {
+            eprintln!("cosched: warning: {what}: {error}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => unmanaged_or_fail(hook, context.as_deref(), &what, &error),
+    }
+}
+
+/// The hook could not do its part: with `RunUnmanaged`, warn and exit 0
+/// (the step or task runs, not coscheduled); else fail it. A task prolog's
+/// stderr reaches nobody, so its warning also goes to the task's output
+/// (Slurm prints a TaskProlog's `print ...` lines there).
+fn unmanaged_or_fail(hook: &SlurmHook, context: Option<&str>, what: &str, error: &str) -> ExitCode {
+    match hook.on_failure {
+        slurm::OnFailure::RunUnmanaged => {
+            let warning = format!(
+                "cosched: warning: {what}: {error}: the step runs UNMANAGED (not coscheduled)"
+            );
+            if context == Some("prolog_task") {
+                println!("print {warning}");
+            }
+            eprintln!("{warning}");
+            ExitCode::SUCCESS
+        }
+        slurm::OnFailure::Fail => fail(format!("{what}: {error}")),
+    }
+}
+
+fn slurm_attach(
+    hook: &SlurmHook,
+    name: &str,
+    nodes: &[String],
+    command: &[String],
+) -> Result<String, String> {
+    let job = Attachment {
+        name: name.to_string(),
+        nodes: nodes.to_vec(),
+        command: command.to_vec(),
+        class: cosched_proto::class::parse_class("be")?,
+        exclusive: false,
+    };
+    let reply = Client::connect(hook.coordinator)
+        .and_then(|mut client| client.call(&Request::Attach { job }, hook.timeout))
+        .map_err(|error| error.to_string())?;
+    match reply {
+        Reply::Attached { job } => Ok(format!(
+            "step {name} is job {} in row {} on {}",
+            job.id,
+            job.row.map_or_else(|| "-".into(), |row| row.to_string()),
+            job.nodes.join(",")
+        )),
+        other => Err(format!("unexpected reply: {other:?}")),
+    }
+}
+
+fn slurm_join(hook: &SlurmHook, job: &slurm::JobRef, pid: u32) -> Result<String, String> {
+    let deadline = std::time::Instant::now() + hook.wait;
+    let id = match job {
+        slurm::JobRef::Id(id) => *id,
+        slurm::JobRef::Name(name) => loop {
+            let jobs = match node::call(hook.agent_socket, &AgentRequest::Jobs, hook.timeout) {
+                Ok(AgentReply::Jobs { jobs }) => jobs,
+                Ok(other) => return Err(format!("unexpected reply from the agent: {other:?}")),
+                Err(error) => return Err(error.to_string()),
+            };
+            let found = jobs
+                .iter()
+                .filter(|j| j.name == *name && j.state == control::JobState::Running)
+                .map(|j| j.job_id)
+                .max();
+            if let Some(id) = found {
+                break id;
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "the agent at {} has no job named {name:?} after {:.1} s (the srun prolog did not attach the step, or this node is not among its nodes)",
+                    hook.agent_socket.display(),
+                    hook.wait.as_secs_f64()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        },
+    };
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    let tasks = node::join(hook.agent_socket, id, pid, false, false, left)?;
+    Ok(format!("task pid {pid} joined job {id} ({tasks} tasks)"))
+}
+
+fn slurm_detach(hook: &SlurmHook, name: &str) -> Result<String, String> {
+    let coordinator = |request: &Request| {
+        Client::connect(hook.coordinator)
+            .and_then(|mut client| client.call(request, hook.timeout))
+            .map_err(|error| error.to_string())
+    };
+    let jobs = match coordinator(&Request::Jobs { all: false })? {
+        Reply::Jobs { jobs } => jobs,
+        other => return Err(format!("unexpected reply: {other:?}")),
+    };
+    let Some(job) = jobs
+        .iter()
+        .filter(|j| j.name == name && j.attached)
+        .max_by_key(|j| j.id)
+    else {
+        return Ok(format!(
+            "step {name}: no active job (it ended with its ranks)"
+        ));
+    };
+    match coordinator(&Request::Detach {
+        id: job.id,
+        code: 0,
+    }) {
+        Ok(_) => Ok(format!("step {name}: job {} detached", job.id)),
+        Err(error) if error.contains("already ended") => Ok(format!("step {name}: ended")),
+        Err(error) => Err(error),
+    }
 }

@@ -3,4 +3,5 @@
 pub mod args;
 pub mod attach;
 pub mod node;
+pub mod slurm;
 pub mod tables;

@@ -147,6 +147,36 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
+    /// Slurm's SrunProlog, TaskProlog and SrunEpilog (all three run this;
+    /// Slurm's `SLURM_SCRIPT_CONTEXT` says which): every `srun` step
+    /// becomes a coscheduled job `slurm-<job>.<step>` on the job's nodes,
+    /// with each task joined on its node. See docs/launchers.md, "Slurm".
+    SlurmHook {
+        /// Coschedule only steps run with `COSCHED_SLURM=on` (default:
+        /// every step not run with `COSCHED_SLURM=off`).
+        #[arg(long)]
+        opt_in: bool,
+        /// When the coordinator or the agent cannot take the step, fail it
+        /// (Slurm aborts the step or the task) instead of warning and
+        /// letting it run unmanaged.
+        #[arg(long)]
+        strict: bool,
+        /// Seconds a task waits for its node's agent to learn about the step.
+        #[arg(long, default_value_t = 2.0)]
+        wait: f64,
+        /// Say what the hook did (on stderr).
+        #[arg(long, short)]
+        verbose: bool,
+        #[arg(
+            long,
+            env = "COSCHED_AGENT_SOCKET",
+            default_value = cosched::node::DEFAULT_AGENT_SOCKET
+        )]
+        agent_socket: PathBuf,
+        /// The step's command line (Slurm passes it to the srun prolog).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// One node's agent, through its control socket (root only).
     Node {
         #[arg(
@@ -238,7 +268,10 @@ fn request(command: Command) -> Result<Request, String> {
         Command::Policy {
             action: Some(PolicyAction::Set { policy }),
         } => Request::SetPolicy { policy },
-        Command::Attach { .. } | Command::Join { .. } | Command::Node { .. } => {
+        Command::Attach { .. }
+        | Command::Join { .. }
+        | Command::Node { .. }
+        | Command::SlurmHook { .. } => {
             unreachable!("main runs these itself")
         }
     })
@@ -338,6 +371,33 @@ fn main() -> ExitCode {
             agent_socket,
             action,
         } => return launcher::node(&agent_socket, timeout, cli.json, action),
+        Command::SlurmHook {
+            opt_in,
+            strict,
+            wait,
+            verbose,
+            agent_socket,
+            args,
+        } => {
+            let hook = launcher::SlurmHook {
+                coordinator: &cli.socket,
+                agent_socket: &agent_socket,
+                timeout,
+                mode: if opt_in {
+                    cosched::slurm::Mode::OptIn
+                } else {
+                    cosched::slurm::Mode::All
+                },
+                on_failure: if strict {
+                    cosched::slurm::OnFailure::Fail
+                } else {
+                    cosched::slurm::OnFailure::RunUnmanaged
+                },
+                wait: Duration::from_secs_f64(wait.max(0.0)),
+                verbose,
+            };
+            return launcher::slurm_hook(&hook, &args);
+        }
         _ => {}
     }
     let policy_only = matches!(cli.command, Command::Policy { action: None });

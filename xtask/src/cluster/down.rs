@@ -68,6 +68,15 @@ pub fn down() -> Result<DownReport> {
             Err(error) => say("down", format!("stopping the coordinator: {error:#}")),
         }
     }
+    // Before the agents: slurmd ends its steps (the agents then hand back
+    // what they changed); slurmctld and munged run outside the nodes.
+    if let Some(slurm) = cluster.as_ref().and_then(|c| c.slurm.as_ref()) {
+        let stopped = super::slurm::stop(slurm);
+        if stopped > 0 {
+            report.processes_killed += stopped;
+            say("down", format!("stopped {stopped} Slurm daemon(s)"));
+        }
+    }
     stop_agents(cluster.as_ref(), &mut report)?;
     kill_everything_left(&mut report)?;
     remove_cgroups(&mut report)?;

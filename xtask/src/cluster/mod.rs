@@ -13,6 +13,7 @@ mod cpus;
 mod down;
 mod network;
 mod procfs;
+pub mod slurm;
 mod status;
 mod up;
 
@@ -75,6 +76,9 @@ pub struct Cluster {
     /// The coordinator, when the cluster was started with one.
     #[serde(default)]
     pub coordinator: Option<CoordinatorNode>,
+    /// Slurm on the nodes (`up --slurm`).
+    #[serde(default)]
+    pub slurm: Option<slurm::Slurm>,
 }
 
 /// One node: a network namespace, a CPU, an agent.
@@ -156,6 +160,7 @@ impl Cluster {
             state_dir,
             nodes,
             coordinator: None,
+            slurm: None,
         })
     }
 

@@ -38,6 +38,8 @@ pub struct UpOptions {
     pub startup_timeout: Duration,
     /// Start a coordinator in node 0's namespace and join every agent to it.
     pub coordinator: Option<CoordinatorOptions>,
+    /// Also run Slurm on the nodes (installs it when missing).
+    pub slurm: bool,
 }
 
 impl Default for UpOptions {
@@ -50,6 +52,7 @@ impl Default for UpOptions {
             rebuild: false,
             startup_timeout: Duration::from_secs(30),
             coordinator: None,
+            slurm: false,
         }
     }
 }
@@ -72,7 +75,14 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         let release = workspace.profile_dir("release")?;
         cluster.coordinator = Some(CoordinatorNode::plan(&cluster, coordinator, &release)?);
     }
-    if let Err(error) = start(&mut cluster, &agent, options.startup_timeout) {
+    let started = start(&mut cluster, &agent, options.startup_timeout).and_then(|()| {
+        if options.slurm {
+            super::slurm::start(&mut cluster, options.startup_timeout)
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(error) = started {
         match keep_logs(&cluster) {
             Ok(dir) => say(
                 "up",

@@ -78,6 +78,12 @@ struct UpArgs {
     /// stopping them (SIGSTOP).
     #[arg(long, requires = "coordinator")]
     demote_inactive: bool,
+    /// Also run Slurm: slurmctld on the bridge, a slurmd in every node
+    /// (Slurm node name = node name); with `--coordinator`, every `srun`
+    /// step becomes a coscheduled job. Installs slurm-wlm and munge when
+    /// missing. Use it with `export SLURM_CONF=/run/cosched-cluster/slurm/slurm.conf`.
+    #[arg(long)]
+    slurm: bool,
     /// A shell command to run instead of the agent, for testing the cluster
     /// plumbing (gets `--config PATH`, COSCHED_NODE and COSCHED_CONTROL_SOCKET;
     /// must create the control socket path).
@@ -120,6 +126,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                     stop_inactive: !args.demote_inactive,
                     bin_dir: None,
                 }),
+                slurm: args.slurm,
             };
             cluster::up(workspace, &options)?;
             print!("{}", cluster::status()?.table());

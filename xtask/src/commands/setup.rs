@@ -1,15 +1,29 @@
-//! `cargo xtask setup`.
+//! `cargo xtask setup [--slurm]`.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use xtask::{progress::say, setup, workspace::Workspace};
+use xtask::{
+    cluster::slurm,
+    progress::say,
+    setup::{self, apt},
+    workspace::Workspace,
+};
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Also install Slurm and munge (slurmctld, slurmd, slurm-client,
+    /// munge; ~7 s), which only `cluster up --slurm` needs and installs
+    /// itself when missing.
+    #[arg(long)]
+    slurm: bool,
+}
 
-pub fn run(workspace: &Workspace, Args {}: Args) -> Result<ExitCode> {
+pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
     let tools = setup::all(workspace)?;
+    if args.slurm {
+        apt::ensure(slurm::PACKAGES)?;
+    }
     say(
         "setup",
         format!(

@@ -191,6 +191,7 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
             stop_inactive: opts.stop_inactive,
             bin_dir: Some(bin.dir().to_path_buf()),
         }),
+        slurm: false,
     };
     let Measured {
         rows,

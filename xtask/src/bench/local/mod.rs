@@ -152,6 +152,7 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
         rebuild: false,
         startup_timeout: Duration::from_secs(30),
         coordinator: None,
+        slurm: false,
     };
     let measured = with_own_cluster(workspace, &up, |c| {
         matrix::run(c, &synth.display().to_string(), &m)

@@ -239,6 +239,7 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
             stop_inactive: true,
             bin_dir: Some(bin.dir().to_path_buf()),
         }),
+        slurm: false,
     };
     let scratch = std::env::temp_dir().join(format!("cosched-bench-mpi-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
