@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the whole pipeline CI runs, stopping at the first
 //! failing step: setup, release build, fmt, clippy, tests (unit and root
-//! lanes in one `cargo test`). `--unit` runs the unit lane alone (fmt,
+//! lanes in one `cargo test`), cluster tests (the one-machine cluster up
+//! and down, real Slurm). `--unit` runs the unit lane alone (fmt,
 //! clippy, every crate's tests but `integration-tests/`): no root, apt or
 //! bpf-linker needed. The steps are data ([`plan`]) so what each lane runs
 //! is tested.
@@ -45,6 +46,11 @@ pub enum Step {
     /// binaries: unit tests and the root lane (real agents on the real
     /// kernel, `integration-tests/`).
     AllTests,
+    /// The tests that bring the one-machine cluster up and down
+    /// (`xtask/tests/cluster_*.rs`: plumbing, real Slurm), after installing
+    /// Slurm. Ignored by a plain `cargo test` because they would take down a
+    /// cluster someone is using; here nothing else runs.
+    ClusterTests,
 }
 
 impl Step {
@@ -56,13 +62,14 @@ impl Step {
             Step::Clippy => "clippy",
             Step::UnitTests => "unit tests",
             Step::AllTests => "tests",
+            Step::ClusterTests => "cluster tests",
         }
     }
 
     /// Whether the step needs root (eBPF, sched_setattr on other tasks,
     /// network namespaces, apt).
     pub fn needs_root(self) -> bool {
-        matches!(self, Step::Setup | Step::AllTests)
+        matches!(self, Step::Setup | Step::AllTests | Step::ClusterTests)
     }
 }
 
@@ -75,11 +82,11 @@ pub fn plan(options: TestOptions) -> Vec<Step> {
     if !options.quick {
         steps.extend([Step::Fmt, Step::Clippy]);
     }
-    steps.push(if options.unit {
-        Step::UnitTests
+    if options.unit {
+        steps.push(Step::UnitTests);
     } else {
-        Step::AllTests
-    });
+        steps.extend([Step::AllTests, Step::ClusterTests]);
+    }
     steps
 }
 
@@ -141,6 +148,25 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
                 tests
                     .args(["test", "--workspace", "--release"])
                     .env("COSCHED_BIN_DIR", &bin_dir);
+                tests
+            }
+            Step::ClusterTests => {
+                crate::setup::apt::ensure(crate::cluster::slurm::PACKAGES)
+                    .map_err(|error| failed(step, error))?;
+                let mut tests = cargo_command(workspace, tools.as_ref());
+                tests.args([
+                    "test",
+                    "-p",
+                    "xtask",
+                    "--release",
+                    "--test",
+                    "cluster_plumbing",
+                    "--test",
+                    "cluster_slurm",
+                    "--",
+                    "--ignored",
+                    "--test-threads=1",
+                ]);
                 tests
             }
         };
@@ -235,7 +261,7 @@ mod tests {
         use Step::*;
         assert_eq!(
             plan(TestOptions::default()),
-            [Setup, Build, Fmt, Clippy, AllTests]
+            [Setup, Build, Fmt, Clippy, AllTests, ClusterTests]
         );
     }
 
@@ -255,6 +281,9 @@ mod tests {
             quick: true,
             unit: false,
         });
-        assert_eq!(steps, [Step::Setup, Step::Build, Step::AllTests]);
+        assert_eq!(
+            steps,
+            [Step::Setup, Step::Build, Step::AllTests, Step::ClusterTests]
+        );
     }
 }
