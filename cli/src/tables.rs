@@ -68,6 +68,15 @@ pub fn jobs(jobs: &[JobView]) -> String {
             vec![
                 job.id.to_string(),
                 job.name.clone(),
+                // Who started its processes: the coordinator (submitted) or
+                // a launcher of the user's (mpirun, mpiexec, srun) that
+                // attached it.
+                if job.attached {
+                    "attached"
+                } else {
+                    "submitted"
+                }
+                .to_string(),
                 match job.queue_position {
                     Some(position) => format!("queued#{position}"),
                     None => job.state.as_str().to_string(),
@@ -97,6 +106,7 @@ pub fn jobs(jobs: &[JobView]) -> String {
         &[
             "ID",
             "NAME",
+            "LAUNCH",
             "STATE",
             "NODES",
             "ROW",
@@ -437,6 +447,25 @@ mod tests {
         }
         let row = lines.next().unwrap();
         assert!(row.contains("n0,n1") && row.contains("42.0") && row.contains("paired with"));
+    }
+
+    #[test]
+    fn attached_jobs_are_told_apart_from_submitted_ones() {
+        let attached = JobView {
+            id: 8,
+            name: "slurm-12.0".into(),
+            attached: true,
+            ..running_job()
+        };
+        let text = jobs(&[running_job(), attached]);
+        let mut lines = text.lines();
+        assert!(lines.next().unwrap().contains("LAUNCH"), "{text}");
+        assert!(lines.next().unwrap().contains("submitted"), "{text}");
+        let row = lines.next().unwrap();
+        assert!(
+            row.contains("slurm-12.0") && row.contains("attached"),
+            "{text}"
+        );
     }
 
     #[test]
