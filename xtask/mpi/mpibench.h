@@ -198,7 +198,7 @@ static void run(const char *prog, const struct args *a, void (*step)(const struc
  * included). A rank whose flush the peer acknowledged while still inside an
  * earlier MPI call (say the root of the last MPI_Reduce) leaves for PMI's
  * barrier; the peer's own flush, sent when it reaches MPI_Finalize, is then
- * never acknowledged and it spins forever (seen in ~1 of 70 jobs of two
+ * never acknowledged and it spins forever (seen in ~1 of 80 jobs of two
  * jobs sharing two CPUs, with descheduled ranks more often). Meeting in a
  * PMI barrier first means no rank is inside another MPI call when the
  * flushes start, and each rank's flush request reaches the peer before its
@@ -206,8 +206,10 @@ static void run(const char *prog, const struct args *a, void (*step)(const struc
  * its PMI barrier before the disconnect. Outside the measured part; speaks
  * hydra's PMI-1 wire protocol on the descriptor it passes in PMI_FD (the
  * library's own PMI functions are not exported); without PMI_FD (a
- * singleton, another process manager) it does nothing. */
-#if defined(MPICH_VERSION)
+ * singleton, another process manager) it does nothing. Built with
+ * -DMPIBENCH_NO_PMI_BARRIER, the programs call MPI_Finalize() straight
+ * away (docs/probes/mpich_finalize_hang.sh compares the two). */
+#if defined(MPICH_VERSION) && !defined(MPIBENCH_NO_PMI_BARRIER)
 static void pmi_barrier(void)
 {
     const char *fd_env = getenv("PMI_FD");
@@ -246,7 +248,7 @@ static void pmi_barrier(void)
 
 static void finish(void)
 {
-#if defined(MPICH_VERSION)
+#if defined(MPICH_VERSION) && !defined(MPIBENCH_NO_PMI_BARRIER)
     pmi_barrier();
 #endif
     MPI_Finalize();
