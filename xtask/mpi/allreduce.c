@@ -21,6 +21,6 @@ int main(int argc, char **argv)
     run("allreduce", &a, step);
     free(in);
     free(out);
-    MPI_Finalize();
+    finish();
     return 0;
 }

@@ -30,6 +30,6 @@ int main(int argc, char **argv)
         recv_buf[i] = calloc(a.size, 1);
     }
     run("halo", &a, step);
-    MPI_Finalize();
+    finish();
     return 0;
 }

@@ -18,7 +18,7 @@
  * and rank 0 prints one line
  *   MPIBENCH {"prog":...,"iters":...,"elapsed_s":...,"us_per_iter":...}
  * where iters is the timed iterations done and elapsed_s the slowest rank's
- * time for them.
+ * time for them. Programs end with finish() instead of MPI_Finalize().
  */
 #ifndef MPIBENCH_H
 #define MPIBENCH_H
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if defined(OPEN_MPI)
 #define MPIBENCH_LIB "openmpi"
@@ -185,6 +186,72 @@ static void run(const char *prog, const struct args *a, void (*step)(const struc
         }
     }
     report(prog, a, done, MPI_Wtime() - t0, late);
+}
+
+/* Ends MPI; with MPICH, all ranks first meet in a barrier of the process
+ * manager (PMI), which does not progress MPI.
+ *
+ * Why: MPICH 4.0.2's ch4:ucx MPI_Finalize closes every UCX endpoint with a
+ * flush, waits for the flushes, then enters PMI's barrier, which does not
+ * progress UCX. UCX 1.13's TCP flush is a round trip (a zero-length PUT that
+ * the peer must acknowledge, needed after any send, acknowledgements
+ * included). A rank whose flush the peer acknowledged while still inside an
+ * earlier MPI call (say the root of the last MPI_Reduce) leaves for PMI's
+ * barrier; the peer's own flush, sent when it reaches MPI_Finalize, is then
+ * never acknowledged and it spins forever (seen in ~1 of 80 jobs of two
+ * jobs sharing two CPUs, with descheduled ranks more often). Meeting in a
+ * PMI barrier first means no rank is inside another MPI call when the
+ * flushes start, and each rank's flush request reaches the peer before its
+ * acknowledgement does (one connection, in order): MPICH itself later moved
+ * its PMI barrier before the disconnect. Outside the measured part; speaks
+ * hydra's PMI-1 wire protocol on the descriptor it passes in PMI_FD (the
+ * library's own PMI functions are not exported); without PMI_FD (a
+ * singleton, another process manager) it does nothing. Built with
+ * -DMPIBENCH_NO_PMI_BARRIER, the programs call MPI_Finalize() straight
+ * away (docs/probes/mpich_finalize_hang.sh compares the two). */
+#if defined(MPICH_VERSION) && !defined(MPIBENCH_NO_PMI_BARRIER)
+static void pmi_barrier(void)
+{
+    const char *fd_env = getenv("PMI_FD");
+    if (!fd_env)
+        return;
+    int fd = atoi(fd_env);
+    static const char in[] = "cmd=barrier_in\n";
+    size_t sent = 0;
+    while (sent < sizeof in - 1) {
+        ssize_t n = write(fd, in + sent, sizeof in - 1 - sent);
+        if (n <= 0) {
+            fprintf(stderr, "mpibench: PMI barrier: write failed, finalizing without it\n");
+            return;
+        }
+        sent += (size_t)n;
+    }
+    char line[256];
+    size_t len = 0;
+    for (;;) {
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n <= 0) {
+            fprintf(stderr, "mpibench: PMI barrier: no reply, finalizing without it\n");
+            return;
+        }
+        if (c == '\n')
+            break;
+        if (len < sizeof line - 1)
+            line[len++] = c;
+    }
+    line[len] = '\0';
+    if (!strstr(line, "barrier_out"))
+        fprintf(stderr, "mpibench: PMI barrier: unexpected reply '%s'\n", line);
+}
+#endif
+
+static void finish(void)
+{
+#if defined(MPICH_VERSION) && !defined(MPIBENCH_NO_PMI_BARRIER)
+    pmi_barrier();
+#endif
+    MPI_Finalize();
 }
 
 #endif

@@ -31,6 +31,6 @@ int main(int argc, char **argv)
     buf = calloc(a.size, 1);
     run("pingpong", &a, step);
     free(buf);
-    MPI_Finalize();
+    finish();
     return 0;
 }

@@ -38,6 +38,6 @@ int main(int argc, char **argv)
     send_buf = calloc(a.size, 1);
     recv_buf = calloc(a.size, 1);
     run("test-loop", &a, step);
-    MPI_Finalize();
+    finish();
     return 0;
 }

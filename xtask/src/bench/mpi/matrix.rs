@@ -59,6 +59,9 @@ pub type Key = (Library, MpiWorkload, u32, String);
 pub struct Samples {
     pub runs: BTreeMap<Key, Vec<RunResult>>,
     pub errors: BTreeMap<Key, String>,
+    /// Runs per cell that failed (an error, or hung past the job timeout)
+    /// and were repeated or given up, kept apart from the medians.
+    pub failed_runs: BTreeMap<Key, u32>,
     pub interrupted: bool,
 }
 
@@ -99,7 +102,12 @@ pub fn run(ctx: &mut Ctx<'_>, plan: &Plan) -> Samples {
                     plan.reps
                 );
                 say("bench", &what);
-                match measure(ctx, lib, w, mpl, col, &what) {
+                let mut failed = 0;
+                let result = measure(ctx, lib, w, mpl, col, &what, &mut failed);
+                if failed > 0 {
+                    *s.failed_runs.entry(key.clone()).or_default() += failed;
+                }
+                match result {
                     Ok(r) => s.runs.entry(key).or_default().push(r),
                     Err(e) => {
                         let e = format!("{e:#}");
@@ -120,6 +128,7 @@ fn measure(
     mpl: u32,
     col: Option<&Column>,
     what: &str,
+    failed: &mut u32,
 ) -> anyhow::Result<RunResult> {
     let policy = col.map_or(policies::BASELINE, |c| c.agent_policy());
     let global = match col {
@@ -145,13 +154,16 @@ fn measure(
         Retry::DEFAULT,
         what,
         || {
-            run_once(ctx, lib, w, yield_when_idle, handoff, mpl).or_else(|e| {
-                say(
-                    "bench",
-                    format!("{what}: {}; trying once more", one_line(&format!("{e:#}"))),
-                );
-                run_once(ctx, lib, w, yield_when_idle, handoff, mpl)
-            })
+            run_once(ctx, lib, w, yield_when_idle, handoff, mpl)
+                .or_else(|e| {
+                    *failed += 1;
+                    say(
+                        "bench",
+                        format!("{what}: {}; trying once more", one_line(&format!("{e:#}"))),
+                    );
+                    run_once(ctx, lib, w, yield_when_idle, handoff, mpl)
+                })
+                .inspect_err(|_| *failed += 1)
         },
         |r| r.outside_cpu_percent,
     )

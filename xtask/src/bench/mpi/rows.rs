@@ -27,6 +27,9 @@ pub struct MpiRow {
     pub error: Option<String>,
     /// Successful repetitions behind the medians.
     pub reps: usize,
+    /// Runs that failed (an error, or a job hung past the timeout) and were
+    /// repeated or given up; not in the medians.
+    pub failed_runs: u32,
     /// Median over repetitions of the jobs' mean time per iteration ÷ the
     /// median dedicated time per iteration (HPCC: whole runs).
     pub slowdown: f64,
@@ -127,6 +130,7 @@ fn row(
         status: status.into(),
         error,
         reps: runs.len(),
+        failed_runs: s.failed_runs.get(&key).copied().unwrap_or(0),
         slowdown: per_iteration_s / dedicated_per_iteration_s,
         slowdown_worst: worst / dedicated_per_iteration_s,
         per_iteration_s,
@@ -267,5 +271,34 @@ mod tests {
         let text = table(&rows);
         assert_eq!(text.lines().count(), 4, "{text}");
         assert_eq!(chart_rows(&rows).len(), 1);
+    }
+
+    #[test]
+    fn a_cell_whose_runs_hung_reports_them_apart_from_its_medians() {
+        let plan = Plan {
+            libs: vec![Library::Mpich],
+            workloads: vec![MpiWorkload::Allreduce],
+            mpls: vec![2],
+            columns: vec![Column::Policy("local".into())],
+            reps: 2,
+        };
+        let mut s = Samples::default();
+        s.runs.insert(
+            dedicated_key(Library::Mpich, MpiWorkload::Allreduce),
+            vec![run(&[1.0])],
+        );
+        let k = (
+            Library::Mpich,
+            MpiWorkload::Allreduce,
+            2,
+            "local".to_string(),
+        );
+        // Two repetitions kept, one run hung and was repeated.
+        s.runs.insert(k.clone(), vec![run(&[2.0]), run(&[4.0])]);
+        s.failed_runs.insert(k, 1);
+        let rows = rows(&plan, &s);
+        assert_eq!(rows[0].failed_runs, 0);
+        assert_eq!((rows[1].reps, rows[1].failed_runs), (2, 1));
+        assert_eq!(rows[1].slowdown, 3.0);
     }
 }

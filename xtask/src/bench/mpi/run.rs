@@ -33,8 +33,9 @@ use crate::{
     },
 };
 
-/// How long one job may run before the run counts as hung (MPICH over UCX
-/// TCP was seen to hang once in a few hundred starts).
+/// How long one job may run before the run counts as hung (MPICH 4.0.2
+/// over UCX TCP hung in MPI_Finalize in ~1 of 80 jobs before our programs
+/// met in a PMI barrier first, see `xtask/mpi/mpibench.h`).
 const JOB_TIMEOUT: Duration = Duration::from_secs(45);
 /// How long `cosched attach` may take to register a job, and the
 /// coordinator to retire jobs after their launchers exit.

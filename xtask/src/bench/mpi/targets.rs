@@ -158,6 +158,7 @@ mod tests {
             status: "ok".into(),
             error: None,
             reps: 1,
+            failed_runs: 0,
             slowdown,
             slowdown_worst: slowdown,
             per_iteration_s: 1.0,
