@@ -259,10 +259,11 @@ pub fn parse_query_answer(status: u16, body: &str) -> Result<QueryResult> {
     }
     let data = &answer["data"];
     let result_type = data["resultType"].as_str().unwrap_or_default().to_owned();
-    let series = match &data["result"] {
-        Value::Array(series) => series.clone(),
-        Value::Null => Vec::new(),
-        scalar => vec![scalar.clone()],
+    let series = match (result_type.as_str(), &data["result"]) {
+        // A scalar or a string is one `[time, value]` pair.
+        ("scalar" | "string", value) => vec![value.clone()],
+        (_, Value::Array(series)) => series.clone(),
+        _ => Vec::new(),
     };
     let warnings = answer["warnings"]
         .as_array()
