@@ -278,7 +278,7 @@ fn prometheus_runs_the_rules_and_every_dashboard_query_against_real_daemons() {
     let started = Instant::now();
     let health = loop {
         let health = rule_health(&prometheus.rules());
-        if health.len() >= 13 && health.iter().all(|(_, h, _)| h == "ok") {
+        if health.len() >= 14 && health.iter().all(|(_, h, _)| h == "ok") {
             break health;
         }
         let failed: Vec<_> = health.iter().filter(|(_, h, _)| h == "err").collect();
