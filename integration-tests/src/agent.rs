@@ -48,14 +48,21 @@ impl Default for AgentOpts<'_> {
 }
 
 /// The agent's config. Agents run unpinned unless `extra` sets `pin_self`.
-pub fn config_text(node: &str, cpus: &[u32], dir: &Path, port: u16, extra: &str) -> String {
+/// `metrics_listen` is `host:port`.
+pub fn config_text(
+    node: &str,
+    cpus: &[u32],
+    dir: &Path,
+    metrics_listen: &str,
+    extra: &str,
+) -> String {
     let pin = if extra.contains("pin_self") {
         ""
     } else {
         "pin_self = false\n"
     };
     format!(
-        "node = \"{node}\"\ncpus = {cpus:?}\nmetrics_listen = \"127.0.0.1:{port}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\n{pin}{extra}\n",
+        "node = \"{node}\"\ncpus = {cpus:?}\nmetrics_listen = \"{metrics_listen}\"\ncontrol_socket = \"{}\"\nstate_dir = \"{}\"\n{pin}{extra}\n",
         dir.join("agent.sock").display(),
         dir.join("state").display(),
     )
@@ -72,9 +79,17 @@ impl TestAgent {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = crate::free_port();
         let config_path = dir.path().join("agent.toml");
+        // Inside a node's namespace the endpoint listens on every address of
+        // the node, so the other node (and a Prometheus there) can scrape it.
+        let host = if opts.netns.is_some() {
+            "0.0.0.0"
+        } else {
+            "127.0.0.1"
+        };
+        let listen = format!("{host}:{port}");
         std::fs::write(
             &config_path,
-            config_text(opts.node, &opts.cpus, dir.path(), port, opts.extra),
+            config_text(opts.node, &opts.cpus, dir.path(), &listen, opts.extra),
         )
         .unwrap();
         let socket = dir.path().join("agent.sock");

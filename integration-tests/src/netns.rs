@@ -64,3 +64,24 @@ impl Drop for NodePair {
         }
     }
 }
+
+/// Runs `f` on a thread of this process that has entered the network
+/// namespace `ns` (setns changes the calling thread only): sockets it opens
+/// are the namespace's, e.g. to reach a server listening on its 127.0.0.1.
+/// A panic in `f` is the caller's.
+pub fn in_namespace<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
+    use std::os::fd::AsRawFd as _;
+    let path = format!("/run/netns/{ns}");
+    std::thread::scope(|scope| {
+        let thread = scope.spawn(|| {
+            let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // SAFETY: a valid namespace file descriptor; affects this thread only.
+            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns({path}): {}", std::io::Error::last_os_error());
+            f()
+        });
+        thread
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}

@@ -10,6 +10,7 @@
 pub mod bench;
 pub mod cargo_build;
 pub mod cluster;
+pub mod monitoring;
 pub mod mpi;
 pub mod process;
 pub mod progress;

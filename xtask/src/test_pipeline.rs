@@ -15,7 +15,7 @@ use anyhow::{Result, bail};
 
 use crate::{
     cargo_build::{self, Profile},
-    process,
+    monitoring, process,
     progress::say,
     setup::{self, BuildTools},
     workspace::Workspace,
@@ -33,7 +33,8 @@ pub struct TestOptions {
 /// One step of the pipeline, in the order they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// apt packages, tracefs, toolchain check, bpf-linker (needs root).
+    /// apt packages (with `prometheus` for the monitoring test), tracefs,
+    /// toolchain check, bpf-linker (needs root).
     Setup,
     /// Release build of every binary, eBPF object inside the agent.
     Build,
@@ -104,6 +105,8 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
             Step::Setup => {
                 say("test", "[setup]");
                 tools = Some(setup::all(workspace).map_err(|error| failed(step, error))?);
+                // The root test `monitoring` runs a real Prometheus and promtool.
+                monitoring::ensure_installed().map_err(|error| failed(step, error))?;
                 passed.push(step.name());
                 continue;
             }

@@ -8,7 +8,9 @@ use std::{collections::BTreeSet, fs, io, path::Path, time::Duration};
 use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
-use super::{BRIDGE, CPU_CGROUP_ROOT, Cluster, STATE_DIR, cgroups, coordinator, network, procfs};
+use super::{
+    BRIDGE, CPU_CGROUP_ROOT, Cluster, STATE_DIR, cgroups, coordinator, network, procfs, prometheus,
+};
 use crate::progress::say;
 
 /// How long agents get to restore their tasks after SIGTERM.
@@ -19,6 +21,8 @@ const KILL_GRACE: Duration = Duration::from_secs(3);
 /// What `down` removed.
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct DownReport {
+    /// The cluster's Prometheus exited (after SIGTERM, or SIGKILL).
+    pub prometheus_stopped: bool,
     /// The coordinator exited after SIGTERM (it runs in node 0's namespace,
     /// so one that does not is killed with everything else there).
     pub coordinator_stopped: bool,
@@ -68,6 +72,7 @@ pub fn down() -> Result<DownReport> {
             Err(error) => say("down", format!("stopping the coordinator: {error:#}")),
         }
     }
+    stop_prometheus(cluster.as_ref(), &mut report)?;
     // Before the agents: slurmd ends its steps (the agents then hand back
     // what they changed); slurmctld and munged run outside the nodes.
     if let Some(slurm) = cluster.as_ref().and_then(|c| c.slurm.as_ref()) {
@@ -89,6 +94,26 @@ pub fn down() -> Result<DownReport> {
         say("down", "nothing to do: no cluster is up");
     }
     Ok(report)
+}
+
+/// The cluster's Prometheus: the one cluster.json names, or one running
+/// with the cluster's config file (found in /proc after a crash).
+fn stop_prometheus(cluster: Option<&Cluster>, report: &mut DownReport) -> Result<()> {
+    let recorded = cluster.and_then(|c| c.prometheus.as_ref());
+    if let Some(p) = recorded.filter(|p| p.alive()) {
+        prometheus::stop(p)?;
+        report.prometheus_stopped = true;
+        say("down", "stopped Prometheus");
+    }
+    for pid in prometheus::strays()? {
+        procfs::signal(pid, "KILL")?;
+        if !procfs::wait_for_exit(&[pid], KILL_GRACE).is_empty() {
+            bail!("Prometheus (pid {pid}) survived SIGKILL");
+        }
+        report.prometheus_stopped = true;
+        say("down", format!("killed a leftover Prometheus (pid {pid})"));
+    }
+    Ok(())
 }
 
 /// SIGTERM to the agents (from cluster.json, and whatever sits directly in a

@@ -13,6 +13,7 @@ mod cpus;
 mod down;
 mod network;
 mod procfs;
+pub mod prometheus;
 pub mod slurm;
 mod status;
 mod up;
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 pub use agent::AgentCommand;
 pub use coordinator::{CoordinatorNode, CoordinatorOptions};
 pub use down::{DownReport, down};
+pub use prometheus::PrometheusNode;
 pub use status::{NodeStatus, Status, status};
 pub use up::{UpOptions, up};
 
@@ -79,6 +81,10 @@ pub struct Cluster {
     /// Slurm on the nodes (`up --slurm`).
     #[serde(default)]
     pub slurm: Option<slurm::Slurm>,
+    /// The Prometheus scraping the agents and the coordinator, when the
+    /// cluster was started with one (`--prometheus`).
+    #[serde(default)]
+    pub prometheus: Option<PrometheusNode>,
 }
 
 /// One node: a network namespace, a CPU, an agent.
@@ -161,6 +167,7 @@ impl Cluster {
             nodes,
             coordinator: None,
             slurm: None,
+            prometheus: None,
         })
     }
 

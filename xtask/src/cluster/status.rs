@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Cluster, CoordinatorNode, Node, STATE_DIR, cgroups, network};
+use super::{Cluster, CoordinatorNode, Node, PrometheusNode, STATE_DIR, cgroups, network};
 
 /// The cluster as it is now.
 #[derive(Debug, Clone, Serialize)]
@@ -17,6 +17,8 @@ pub struct Status {
     pub nodes: Vec<NodeStatus>,
     /// The coordinator, when the cluster has one.
     pub coordinator: Option<CoordinatorStatus>,
+    /// The Prometheus, when the cluster has one.
+    pub prometheus: Option<PrometheusStatus>,
     /// Namespaces, links, cgroups or state a cluster left behind without a
     /// cluster.json (a crashed run); `cluster down` removes them.
     pub leftovers: Vec<String>,
@@ -39,6 +41,15 @@ pub struct CoordinatorStatus {
     pub alive: bool,
 }
 
+/// The Prometheus with its live state.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrometheusStatus {
+    #[serde(flatten)]
+    pub prometheus: PrometheusNode,
+    pub alive: bool,
+    pub url: String,
+}
+
 /// Reads cluster.json and checks the agents.
 pub fn status() -> Result<Status> {
     let Some(cluster) = Cluster::try_load()? else {
@@ -47,6 +58,7 @@ pub fn status() -> Result<Status> {
             policy: None,
             nodes: Vec::new(),
             coordinator: None,
+            prometheus: None,
             leftovers: leftovers()?,
         });
     };
@@ -66,6 +78,11 @@ pub fn status() -> Result<Status> {
         coordinator: cluster.coordinator.map(|c| CoordinatorStatus {
             alive: c.alive(),
             coordinator: c,
+        }),
+        prometheus: cluster.prometheus.map(|p| PrometheusStatus {
+            alive: p.alive(),
+            url: p.url(),
+            prometheus: p,
         }),
         leftovers: Vec::new(),
     })
@@ -167,6 +184,16 @@ impl Status {
                 c.coordinator.listen,
                 c.coordinator.metrics_addr,
                 c.coordinator.admin_socket.display(),
+            ));
+        }
+        if let Some(p) = &self.prometheus {
+            let pid = p.prometheus.pid.map_or("-".into(), |p| p.to_string());
+            text.push_str(&format!(
+                "prometheus: {} pid {pid} {}, config {}, log {}\n",
+                p.url,
+                if p.alive { "running" } else { "DEAD" },
+                p.prometheus.config_path.display(),
+                p.prometheus.log_file.display(),
             ));
         }
         for row in rows {

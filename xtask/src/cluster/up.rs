@@ -10,10 +10,12 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{
     AgentCommand, CPU_CGROUP_ROOT, Cluster, CoordinatorNode, CoordinatorOptions,
-    DEFAULT_METRICS_PORT, agent, cgroups, coordinator, cpus, down, network, procfs, status,
+    DEFAULT_METRICS_PORT, PrometheusNode, agent, cgroups, coordinator, cpus, down, network, procfs,
+    prometheus, status,
 };
 use crate::{
     cargo_build::{self, Profile},
+    monitoring,
     progress::say,
     setup,
     workspace::Workspace,
@@ -40,6 +42,9 @@ pub struct UpOptions {
     pub coordinator: Option<CoordinatorOptions>,
     /// Also run Slurm on the nodes (installs it when missing).
     pub slurm: bool,
+    /// Start a Prometheus (Debian's package, installed when missing) that
+    /// scrapes every agent and the coordinator.
+    pub prometheus: bool,
 }
 
 impl Default for UpOptions {
@@ -53,6 +58,7 @@ impl Default for UpOptions {
             startup_timeout: Duration::from_secs(30),
             coordinator: None,
             slurm: false,
+            prometheus: false,
         }
     }
 }
@@ -68,6 +74,11 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         &options.policy,
         options.metrics_port,
     )?;
+    if options.prometheus {
+        monitoring::ensure_installed()?;
+        cluster.prometheus = Some(PrometheusNode::plan(&cluster)?);
+    }
+    let rules = monitoring::rules_dir(workspace.root()).join(monitoring::RULES_FILE);
     if let Some(coordinator) = &options.coordinator {
         if !matches!(agent, AgentCommand::Binary(_)) {
             bail!("a coordinator needs the real agent, not a stand-in command");
@@ -75,7 +86,7 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         let release = workspace.profile_dir("release")?;
         cluster.coordinator = Some(CoordinatorNode::plan(&cluster, coordinator, &release)?);
     }
-    let started = start(&mut cluster, &agent, options.startup_timeout).and_then(|()| {
+    let started = start(&mut cluster, &agent, options.startup_timeout, &rules).and_then(|()| {
         if options.slurm {
             super::slurm::start(&mut cluster, options.startup_timeout)
         } else {
@@ -221,7 +232,12 @@ fn demote_cgroups(cluster: &mut Cluster) -> Result<()> {
     Ok(())
 }
 
-fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Result<()> {
+fn start(
+    cluster: &mut Cluster,
+    agent: &AgentCommand,
+    timeout: Duration,
+    rules: &Path,
+) -> Result<()> {
     for node in &cluster.nodes {
         let dir = node.config_path.parent().unwrap_or(&cluster.state_dir);
         fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
@@ -295,6 +311,25 @@ fn start(cluster: &mut Cluster, agent: &AgentCommand, timeout: Duration) -> Resu
     if cluster.coordinator.is_some() {
         coordinator::wait_for_nodes(cluster, timeout)?;
         say("up", "every agent joined the coordinator");
+    }
+    if let Some(mut planned) = cluster.prometheus.take() {
+        let started = prometheus::start(cluster, &mut planned, rules);
+        cluster.prometheus = Some(planned);
+        cluster.save()?;
+        started?;
+        let planned = cluster.prometheus.as_ref().expect("just set");
+        say(
+            "up",
+            format!(
+                "Prometheus {} (pid {}) scraping {} target(s) every {} s, rules {}; data {}",
+                planned.url(),
+                planned.pid.unwrap_or_default(),
+                prometheus::targets(cluster).len(),
+                prometheus::SCRAPE_INTERVAL.as_secs(),
+                planned.rules_path.display(),
+                planned.data_dir.display()
+            ),
+        );
     }
     Ok(())
 }

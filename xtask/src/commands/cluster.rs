@@ -84,6 +84,11 @@ struct UpArgs {
     /// missing. Use it with `export SLURM_CONF=/run/cosched-cluster/slurm/slurm.conf`.
     #[arg(long)]
     slurm: bool,
+    /// Also start a Prometheus (Debian's `prometheus`, installed when
+    /// missing) scraping every agent and the coordinator with the rules of
+    /// configs/prometheus/; `cluster status` prints its URL.
+    #[arg(long)]
+    prometheus: bool,
     /// A shell command to run instead of the agent, for testing the cluster
     /// plumbing (gets `--config PATH`, COSCHED_NODE and COSCHED_CONTROL_SOCKET;
     /// must create the control socket path).
@@ -127,6 +132,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                     bin_dir: None,
                 }),
                 slurm: args.slurm,
+                prometheus: args.prometheus,
             };
             cluster::up(workspace, &options)?;
             print!("{}", cluster::status()?.table());

@@ -192,6 +192,7 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
             bin_dir: Some(bin.dir().to_path_buf()),
         }),
         slurm: false,
+        prometheus: false,
     };
     let Measured {
         rows,

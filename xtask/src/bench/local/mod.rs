@@ -153,6 +153,7 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
         startup_timeout: Duration::from_secs(30),
         coordinator: None,
         slurm: false,
+        prometheus: false,
     };
     let measured = with_own_cluster(workspace, &up, |c| {
         matrix::run(c, &synth.display().to_string(), &m)

@@ -240,6 +240,7 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
             bin_dir: Some(bin.dir().to_path_buf()),
         }),
         slurm: false,
+        prometheus: false,
     };
     let scratch = std::env::temp_dir().join(format!("cosched-bench-mpi-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
