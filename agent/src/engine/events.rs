@@ -33,13 +33,17 @@ impl<K: Kernel> Engine<K> {
                     }
                     // What the receiver did up to now (its sends) comes
                     // before a boost this arrival may give it.
-                    self.observe_task(ev.tid);
+                    if self.interest.sends_before_decisions {
+                        self.observe_task(ev.tid);
+                    }
                     self.driver.arrival(ev.tid, ev.ts_ns, on_cpu, spinning);
                     self.apply_policy_actions(Some(ev.ts_ns));
                 }
                 event_kind::SPIN_START if self.driver.active() => {
                     // Its sends since the last look come before the wait.
-                    self.observe_task(ev.tid);
+                    if self.interest.sends_before_decisions {
+                        self.observe_task(ev.tid);
+                    }
                     self.driver.spin_started(ev.tid, ev.ts_ns);
                     self.apply_policy_actions(None);
                 }
