@@ -105,6 +105,15 @@ pub fn derived_events(
             how,
         });
     }
+    // A send ends an episode, so one that is going on now started after the
+    // sends counted here: they come first (a stable sort keeps the order).
+    if cur.sends > p.sends {
+        let at = match spinning_since(cur, now, gap_ns) {
+            Some(since) => since,
+            None => now,
+        };
+        ev.push(Event::DataSent { task, at });
+    }
     // An episode is reported once, by its start (the previous snapshot may
     // have shown it already, within the gap then or not).
     if let Some(since) = spinning_since(cur, now, gap_ns)
@@ -380,6 +389,22 @@ mod tests {
             }
         ));
         assert!(matches!(ev[3], Event::SpinStarted { .. }));
+    }
+
+    #[test]
+    fn a_send_comes_before_the_wait_that_followed_it() {
+        let prev = stats();
+        let cur = TaskStats {
+            sends: 1,
+            spin_last_ns: 130,
+            spin_episode_start_ns: 130,
+            on_cpu: 1,
+            ..stats()
+        };
+        let ev = derived_events(7, Some(&prev), &cur, 140, GAP);
+        assert!(matches!(ev[0], Event::DataSent { at: 130, .. }));
+        assert!(matches!(ev[1], Event::SpinStarted { at: 130, .. }));
+        assert_eq!(ev.len(), 2);
     }
 
     #[test]

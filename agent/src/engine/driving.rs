@@ -102,6 +102,18 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
+    /// Brings the policy's view of one managed task up to date from its
+    /// counters.
+    pub(super) fn observe_task(&mut self, tid: u32) {
+        if self.reg.task(tid).is_none() {
+            return;
+        }
+        if let Ok(Some(s)) = self.k.task_stat(tid) {
+            let now = self.k.now_ns();
+            self.driver.observe(tid, &s, now);
+        }
+    }
+
     /// The managed task each node CPU runs, looking through the agent itself:
     /// when the agent holds a CPU (it is the one looking), the task it
     /// preempted is the one that holds it for scheduling purposes.

@@ -31,10 +31,19 @@ impl<K: Kernel> Engine<K> {
                     if !on_cpu && self.driver.kind().boosts_on_arrival() {
                         self.observe_cpu_holders();
                     }
+                    // What the receiver did up to now (its sends) comes
+                    // before a boost this arrival may give it.
+                    if self.interest.sends_before_decisions {
+                        self.observe_task(ev.tid);
+                    }
                     self.driver.arrival(ev.tid, ev.ts_ns, on_cpu, spinning);
                     self.apply_policy_actions(Some(ev.ts_ns));
                 }
                 event_kind::SPIN_START if self.driver.active() => {
+                    // Its sends since the last look come before the wait.
+                    if self.interest.sends_before_decisions {
+                        self.observe_task(ev.tid);
+                    }
                     self.driver.spin_started(ev.tid, ev.ts_ns);
                     self.apply_policy_actions(None);
                 }

@@ -200,6 +200,8 @@ impl DynamicCoscheduler {
             until,
             ends_on_wait: rule.ends_on_wait,
             wait_grace_ns: rule.wait_grace_ns,
+            wait_after_send: rule.wait_after_send,
+            sent: false,
         };
         self.apply(task, reason, out);
         true
@@ -273,14 +275,17 @@ impl DynamicCoscheduler {
             return;
         };
         managed.obs.spin_started(now);
-        // With a grace, `advance` ends the boost once the wait has lasted.
+        // With a grace, `advance` ends the boost once the wait has lasted;
+        // with `wait_after_send`, only a wait after the task answered does.
         if matches!(
             managed.hold,
             Hold::Boosted {
                 ends_on_wait: true,
                 wait_grace_ns: 0,
+                wait_after_send,
+                sent,
                 ..
-            }
+            } if sent || !wait_after_send
         ) {
             self.end_boost(task, Reason::BoostEndWaiting, out);
         }
@@ -301,6 +306,16 @@ impl DynamicCoscheduler {
         });
         for task in waited {
             self.end_hold(task, Reason::BoostEndWaiting, out);
+        }
+    }
+
+    fn data_sent(&mut self, task: TaskId) {
+        if let Some(Managed {
+            hold: Hold::Boosted { sent, .. },
+            ..
+        }) = self.tasks.get_mut(&task)
+        {
+            *sent = true;
         }
     }
 
@@ -439,6 +454,7 @@ impl LocalPolicy for DynamicCoscheduler {
             Event::SwitchedOut { task, how, .. } => self.switched_out(task, how, out),
             Event::SpinStarted { task, .. } => self.spin_started(task, out),
             Event::DataReceived { task, .. } => self.data_received(task, out),
+            Event::DataSent { task, .. } => self.data_sent(task),
             Event::Tick { snapshot, .. } => {
                 if let Some(snapshot) = snapshot {
                     self.reconcile(snapshot, out);

@@ -62,6 +62,14 @@ pub struct DcsParams {
     /// soon as its peers stop answering: two-phase waiting applied to the
     /// boost's end.
     pub wait_grace_us: u64,
+    /// With `end_on_wait`: the boost ends at the first empty wait after the
+    /// task has sent since it was boosted (it answered), not at its first
+    /// empty wait. Default false. OpenMPI 4.1 (TCP BTL) polls once more right
+    /// after reading a message, before the application computes: traced,
+    /// every per-message boost of a ping-pong rank ended there, 17 µs after
+    /// the receive and before the answer (docs/benchmarks.md, "Why the
+    /// local policies lose on OpenMPI").
+    pub end_on_wait_after_send: bool,
     /// When a quantum ends, the task yields (SCHED_IDLE) for up to this long,
     /// or until a message for it arrives, so another job takes the CPU at
     /// once instead of at the next scheduler tick. 0 = no yield (default;
@@ -83,6 +91,7 @@ impl Default for DcsParams {
             boost_prio: 10,
             end_on_wait: true,
             wait_grace_us: 0,
+            end_on_wait_after_send: false,
             yield_after_quantum_us: 0,
             boost_computing: false,
         }
@@ -101,6 +110,7 @@ impl DcsParams {
             max_ns: Some(us_to_ns(self.max_boost_us)),
             ends_on_wait: self.end_on_wait,
             wait_grace_ns: us_to_ns(self.wait_grace_us),
+            wait_after_send: self.end_on_wait_after_send,
         }
     }
 }

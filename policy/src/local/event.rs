@@ -48,6 +48,10 @@ pub enum Event<'a> {
     SpinStarted { task: TaskId, at: u64 },
     /// `task` received data: its spin episode (if any) ended.
     DataReceived { task: TaskId, at: u64 },
+    /// `task` sent data since it was last observed (its spin episode, if
+    /// any, ended there). Derived from the send counter, so `at` is when the
+    /// agent saw it, not the send itself.
+    DataSent { task: TaskId, at: u64 },
     /// A timer tick the policy asked for with `next_wakeup`, optionally with a
     /// fresh snapshot of the node read from the eBPF maps.
     Tick {
@@ -75,6 +79,7 @@ impl Event<'_> {
             | Event::SwitchedOut { at, .. }
             | Event::SpinStarted { at, .. }
             | Event::DataReceived { at, .. }
+            | Event::DataSent { at, .. }
             | Event::Tick { at, .. }
             | Event::SlotStarted { at, .. } => at,
         }
@@ -89,7 +94,8 @@ impl Event<'_> {
             | Event::SwitchedIn { task, .. }
             | Event::SwitchedOut { task, .. }
             | Event::SpinStarted { task, .. }
-            | Event::DataReceived { task, .. } => Some(task),
+            | Event::DataReceived { task, .. }
+            | Event::DataSent { task, .. } => Some(task),
             Event::Tick { .. } | Event::SlotStarted { .. } => None,
         }
     }

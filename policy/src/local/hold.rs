@@ -19,6 +19,11 @@ pub(crate) struct BoostRule {
     /// With `ends_on_wait`: only once the task has spun this long (on-CPU
     /// time, idle, in one episode); 0 = at its first empty wait.
     pub wait_grace_ns: u64,
+    /// With `ends_on_wait`: only a wait after the task has sent since the
+    /// boost began ends it (it answered its message). A library that polls
+    /// once more right after reading a message (OpenMPI 4.1's TCP BTL) makes
+    /// an empty wait before the task even computes its answer.
+    pub wait_after_send: bool,
 }
 
 /// What put a boost on a task.
@@ -47,6 +52,10 @@ pub(crate) enum Hold {
         ends_on_wait: bool,
         /// See [`BoostRule::wait_grace_ns`].
         wait_grace_ns: u64,
+        /// See [`BoostRule::wait_after_send`].
+        wait_after_send: bool,
+        /// The task sent since the boost began.
+        sent: bool,
     },
 }
 

@@ -28,6 +28,10 @@ pub struct WakeInterest {
     /// A boosted task that starts waiting again: its boost ends at once.
     /// Not for DCS's quantum boosts, which last their quantum.
     pub boosted_spin_start: bool,
+    /// A boost ends only at a wait after the task sent (answered): the agent
+    /// reads the task's counters (its sends) when an arrival for it or its
+    /// spin start is reported, before the policy decides.
+    pub sends_before_decisions: bool,
 }
 
 impl WakeInterest {
@@ -36,6 +40,7 @@ impl WakeInterest {
     pub const NOTHING: WakeInterest = WakeInterest {
         off_cpu_arrivals: OffCpuArrivals::Never,
         boosted_spin_start: false,
+        sends_before_decisions: false,
     };
 
     /// What `cfg`'s policy needs. Only DCS and DCS-SB decide on an arrival
@@ -54,6 +59,13 @@ impl WakeInterest {
                 (true, true) => OffCpuArrivals::WhileReady,
             },
             boosted_spin_start: !(dcs && !cfg.dcs.end_on_wait),
+            sends_before_decisions: match cfg.kind {
+                PolicyKind::Dcs | PolicyKind::DcsSb => cfg.dcs.end_on_wait_after_send,
+                PolicyKind::Sb | PolicyKind::PbSb => {
+                    cfg.sb.wake_boost && cfg.sb.wake_boost_after_send
+                }
+                _ => false,
+            },
         }
     }
 }
@@ -136,6 +148,26 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_a_boost_that_waits_for_the_answer_makes_the_agent_read_sends_first() {
+        for kind in PolicyKind::ALL {
+            assert!(
+                !WakeInterest::of(&LocalPolicyConfig::for_kind(kind)).sends_before_decisions,
+                "{kind:?} by default"
+            );
+        }
+        let mut c = LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+        c.dcs.end_on_wait_after_send = true;
+        assert!(WakeInterest::of(&c).sends_before_decisions);
+        for kind in [PolicyKind::Sb, PolicyKind::PbSb] {
+            let mut c = LocalPolicyConfig::for_kind(kind);
+            c.sb.wake_boost_after_send = true;
+            assert!(WakeInterest::of(&c).sends_before_decisions, "{kind:?}");
+            c.sb.wake_boost = false;
+            assert!(!WakeInterest::of(&c).sends_before_decisions, "{kind:?}");
         }
     }
 

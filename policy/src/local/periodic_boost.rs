@@ -176,6 +176,7 @@ impl DynamicCoscheduler {
             // done its work and waits again.
             ends_on_wait: true,
             wait_grace_ns: 0,
+            wait_after_send: false,
         };
         for task in chosen {
             if !self.is_boosted(task) {

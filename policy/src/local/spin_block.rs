@@ -62,6 +62,10 @@ pub struct SpinBlockParams {
     pub wake_boost_prio: u8,
     /// Longest a wake-up boost lasts, µs. Default 5000.
     pub wake_boost_us: u64,
+    /// The wake-up boost ends at the task's first empty wait after it has
+    /// sent (answered its message), not at its first empty wait. Default
+    /// false; see `dcs.end_on_wait_after_send`.
+    pub wake_boost_after_send: bool,
     /// Longest a task stays blocked without its message, µs. Default 100000.
     pub max_block_us: u64,
     /// Learn the spin threshold per task from its message waits. Default false.
@@ -77,6 +81,7 @@ impl Default for SpinBlockParams {
             wake_boost: true,
             wake_boost_prio: 10,
             wake_boost_us: 5_000,
+            wake_boost_after_send: false,
             max_block_us: 100_000,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
@@ -157,6 +162,7 @@ impl SpinWaitRule {
                 // A woken task keeps its boost only until it waits again.
                 ends_on_wait: true,
                 wait_grace_ns: 0,
+                wait_after_send: params.wake_boost_after_send,
             }),
         }
     }

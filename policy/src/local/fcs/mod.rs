@@ -315,6 +315,7 @@ impl LocalPolicy for FcsPolicy {
                     t.yielded = false;
                 }
             }
+            Event::DataSent { .. } => {}
             Event::Tick { snapshot, .. } => {
                 if let Some(snapshot) = snapshot {
                     self.reconcile(snapshot);

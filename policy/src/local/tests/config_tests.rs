@@ -54,6 +54,7 @@ fn documented_defaults() {
             boost_prio: 10,
             end_on_wait: true,
             wait_grace_us: 0,
+            end_on_wait_after_send: false,
             yield_after_quantum_us: 0,
             boost_computing: false,
         }

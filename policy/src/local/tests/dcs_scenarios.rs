@@ -324,3 +324,71 @@ fn a_wait_grace_counts_only_time_on_the_cpu() {
         Some((ms(3) + us(150), Level::Normal, Reason::BoostEndWaiting))
     );
 }
+
+/// OpenMPI 4.1 (TCP BTL) polls once more right after the read that brought
+/// the message, before the rank computes its answer.
+fn openmpi_polls_after_its_receive(h: &mut Harness) {
+    boosted_t1_consumes_its_message(h);
+    h.spin(T1, ms(2) + us(25));
+}
+
+#[test]
+fn boost_ends_at_the_poll_right_after_the_receive_by_default() {
+    let mut h = per_message_dcs();
+    openmpi_polls_after_its_receive(&mut h);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(25), Level::Normal, Reason::BoostEndWaiting)),
+        "the literal rule: its first empty wait"
+    );
+}
+
+#[test]
+fn boost_after_send_lasts_through_the_poll_after_the_receive_until_the_answer_is_sent() {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.boost_computing = true;
+    config.dcs.end_on_wait_after_send = true;
+    let mut h = t1_preempted_computing(config);
+    openmpi_polls_after_its_receive(&mut h);
+    assert_eq!(h.level(T1), BOOST10, "it has not answered yet");
+    // It computes (the episode ends past the gap or at the send), answers,
+    // and waits for the reply: that wait ends the boost.
+    h.send(crate::local::Event::DataSent {
+        task: T1,
+        at: ms(2) + us(50),
+    });
+    assert_eq!(h.level(T1), BOOST10, "a send alone does not end it");
+    h.spin(T1, ms(2) + us(50));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(50), Level::Normal, Reason::BoostEndWaiting))
+    );
+}
+
+#[test]
+fn a_send_before_the_boost_does_not_count_as_the_answer() {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.boost_computing = true;
+    config.dcs.end_on_wait_after_send = true;
+    let mut h = t1_preempted_computing(config);
+    h.send(crate::local::Event::DataSent {
+        task: T1,
+        at: ms(1) + us(900),
+    });
+    openmpi_polls_after_its_receive(&mut h);
+    assert_eq!(h.level(T1), BOOST10);
+}
+
+#[test]
+fn boost_after_send_still_ends_when_the_task_blocks() {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
+    config.dcs.boost_computing = true;
+    config.dcs.end_on_wait_after_send = true;
+    let mut h = t1_preempted_computing(config);
+    openmpi_polls_after_its_receive(&mut h);
+    h.sleep(T1, ms(2) + us(40));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(40), Level::Normal, Reason::BoostEndBlocked))
+    );
+}

@@ -309,3 +309,29 @@ fn forget_drops_a_blocked_task_silently() {
     assert_eq!(h.log.len(), before);
     assert_eq!(h.policy.next_wakeup(), None);
 }
+
+#[test]
+fn wake_boost_after_send_survives_the_poll_right_after_the_receive() {
+    let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Sb);
+    config.sb.wake_boost_after_send = true;
+    let mut h = t1_spinning_from_1ms(Harness::new(config));
+    h.advance_to(ms(1) + us(500));
+    h.preempt(T1, ms(1) + us(600));
+    h.run(T2, 0, ms(1) + us(600));
+    h.arrive(T1, ms(3), false);
+    assert_eq!(h.level(T1), BOOST10, "woken and boosted");
+    h.preempt(T2, ms(3) + us(5));
+    h.run(T1, 0, ms(3) + us(5));
+    h.receive(T1, ms(3) + us(15));
+    h.spin(T1, ms(3) + us(20));
+    assert_eq!(h.level(T1), BOOST10, "OpenMPI's poll after its read");
+    h.send(crate::local::Event::DataSent {
+        task: T1,
+        at: ms(3) + us(45),
+    });
+    h.spin(T1, ms(3) + us(45));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(3) + us(45), Level::Normal, Reason::BoostEndWaiting))
+    );
+}
