@@ -93,23 +93,32 @@ pub fn mismatches(expected: &[Field], event: &str, actual: &[FormatField]) -> Ve
         .collect()
 }
 
-/// Refuses to attach to a kernel whose record layouts differ from ours.
+/// Refuses to attach to a kernel that lacks a tracepoint the programs need
+/// (naming every missing one at once) or whose record layouts differ from
+/// ours.
 pub fn check_layouts() -> anyhow::Result<()> {
-    let mut events: Vec<(&str, &str)> = layout::ALL.iter().map(|f| (f.category, f.event)).collect();
-    events.dedup();
-    let mut problems = Vec::new();
-    for (cat, ev) in events {
-        let path = Path::new(TRACEFS)
+    let events = required_events();
+    let format_path = |cat: &str, ev: &str| {
+        Path::new(TRACEFS)
             .join("events")
             .join(cat)
             .join(ev)
-            .join("format");
-        let text = fs::read_to_string(&path).with_context(|| {
-            format!(
-                "reading {} (tracepoint {cat}/{ev} missing?)",
-                path.display()
-            )
-        })?;
+            .join("format")
+    };
+    let missing: Vec<(&str, &str)> = events
+        .iter()
+        .copied()
+        .filter(|(cat, ev)| !format_path(cat, ev).exists())
+        .collect();
+    if !missing.is_empty() {
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        bail!("{}", missing_message(release.trim(), &missing));
+    }
+    let mut problems = Vec::new();
+    for (cat, ev) in events {
+        let path = format_path(cat, ev);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
         problems.extend(mismatches(&layout::ALL, ev, &parse_format(&text)));
     }
     if !problems.is_empty() {
@@ -119,6 +128,29 @@ pub fn check_layouts() -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// The tracepoints whose fields the programs read, each once, in order.
+fn required_events() -> Vec<(&'static str, &'static str)> {
+    let mut events: Vec<(&str, &str)> = Vec::new();
+    for f in layout::ALL {
+        if !events.contains(&(f.category, f.event)) {
+            events.push((f.category, f.event));
+        }
+    }
+    events
+}
+
+/// The start-up error on a kernel without some required tracepoints.
+pub fn missing_message(release: &str, missing: &[(&str, &str)]) -> String {
+    let names: Vec<String> = missing.iter().map(|(c, e)| format!("{c}/{e}")).collect();
+    format!(
+        "this kernel ({release}) lacks the tracepoint{} {}, which cosched-agent needs; \
+         it does not start without them (the sock tracepoints are in Linux 6.12, not in 6.1: \
+         see docs/kernels.md)",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
 }
 
 /// Why an optional waiting detector is not attached, if it is not: its
@@ -207,6 +239,34 @@ format:
             mismatches(&ret, "sys_exit_poll", &parse_format(&moved)).len(),
             1
         );
+    }
+
+    #[test]
+    fn every_required_tracepoint_is_checked_once() {
+        let events = required_events();
+        assert_eq!(events.len(), 7);
+        assert!(events.contains(&("sock", "sk_data_ready")));
+        assert_eq!(events[0], ("sched", "sched_switch"));
+    }
+
+    #[test]
+    fn a_kernel_without_the_sock_tracepoints_is_refused_naming_each() {
+        let text = missing_message(
+            "6.1.0-56-cloud-amd64",
+            &[
+                ("sock", "sock_recv_length"),
+                ("sock", "sock_send_length"),
+                ("sock", "sk_data_ready"),
+            ],
+        );
+        assert!(text.starts_with("this kernel (6.1.0-56-cloud-amd64) lacks the tracepoints "));
+        for tp in [
+            "sock/sock_recv_length",
+            "sock/sock_send_length",
+            "sock/sk_data_ready",
+        ] {
+            assert!(text.contains(tp), "{text}");
+        }
     }
 
     #[test]

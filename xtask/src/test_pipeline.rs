@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the whole pipeline CI runs, stopping at the first
 //! failing step: setup, release build, fmt, clippy, tests (unit and root
-//! lanes in one `cargo test`). `--unit` runs the unit lane alone (fmt,
+//! lanes in one `cargo test`), then the VM lane (`vm-test` on the newest
+//! Debian kernel; `--no-vm` skips it). `--unit` runs the unit lane alone (fmt,
 //! clippy, every crate's tests but `integration-tests/`): no root, apt or
 //! bpf-linker needed. The steps are data ([`plan`]) so what each lane runs
 //! is tested.
@@ -27,6 +28,8 @@ pub struct TestOptions {
     pub quick: bool,
     /// Only the unit lane: no root, no apt packages, no bpf-linker.
     pub unit: bool,
+    /// Skip the VM lane (QEMU guests).
+    pub no_vm: bool,
 }
 
 /// One step of the pipeline, in the order they run.
@@ -45,6 +48,9 @@ pub enum Step {
     /// binaries: unit tests and the root lane (real agents on the real
     /// kernel, `integration-tests/`).
     AllTests,
+    /// `vm-test --kernel 7.x`: the release binaries in three QEMU guests
+    /// (about 3 minutes under TCG).
+    VmTests,
 }
 
 impl Step {
@@ -56,6 +62,7 @@ impl Step {
             Step::Clippy => "clippy",
             Step::UnitTests => "unit tests",
             Step::AllTests => "tests",
+            Step::VmTests => "vm tests",
         }
     }
 
@@ -80,6 +87,9 @@ pub fn plan(options: TestOptions) -> Vec<Step> {
     } else {
         Step::AllTests
     });
+    if !options.unit && !options.no_vm {
+        steps.push(Step::VmTests);
+    }
     steps
 }
 
@@ -135,6 +145,12 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
                 ]);
                 tests
             }
+            Step::VmTests => {
+                say("test", "[vm tests] vm-test --kernel 7.x");
+                run_vm_tests(workspace).map_err(|error| failed(step, error))?;
+                passed.push(step.name());
+                continue;
+            }
             Step::AllTests => {
                 let bin_dir = workspace.profile_dir(Profile::Release.dir_name())?;
                 let mut tests = cargo_command(workspace, tools.as_ref());
@@ -155,6 +171,9 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
     if options.quick {
         skipped.push("fmt and clippy skipped (--quick)");
     }
+    if options.no_vm && !options.unit {
+        skipped.push("VM lane skipped (--no-vm)");
+    }
     if options.unit {
         skipped.push("unit lane only: the root lane (integration-tests/) not run (--unit)");
     }
@@ -168,6 +187,24 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
             skipped.iter().map(|s| format!("; {s}")).collect::<String>()
         ),
     );
+    Ok(())
+}
+
+/// The VM lane: the newest kernel, which runs every check.
+fn run_vm_tests(workspace: &Workspace) -> Result<()> {
+    let runs = crate::vm::run(&crate::vm::VmTestOptions {
+        kernels: crate::vm::kernels::choose("7.x")?,
+        bin_dir: workspace.profile_dir(Profile::Release.dir_name())?,
+        out_dir: workspace.profile_dir("vm")?,
+        timeout: crate::vm::DEFAULT_TIMEOUT,
+    })?;
+    if let Some(run) = runs.iter().find(|run| run.failed()) {
+        bail!(
+            "a VM check failed on kernel {} (consoles in {})",
+            run.kernel.choice.key,
+            run.log_dir.display()
+        );
+    }
     Ok(())
 }
 
@@ -227,7 +264,7 @@ mod tests {
     #[test]
     fn quick_and_unit_are_off_by_default() {
         let default = TestOptions::default();
-        assert!(!default.quick && !default.unit);
+        assert!(!default.quick && !default.unit && !default.no_vm);
     }
 
     #[test]
@@ -235,17 +272,22 @@ mod tests {
         use Step::*;
         assert_eq!(
             plan(TestOptions::default()),
-            [Setup, Build, Fmt, Clippy, AllTests]
+            [Setup, Build, Fmt, Clippy, AllTests, VmTests]
         );
     }
 
     #[test]
     fn the_unit_lane_needs_neither_root_nor_set_up() {
         for quick in [false, true] {
-            let steps = plan(TestOptions { quick, unit: true });
+            let steps = plan(TestOptions {
+                quick,
+                unit: true,
+                ..TestOptions::default()
+            });
             assert!(steps.iter().all(|step| !step.needs_root()), "{steps:?}");
             assert!(!steps.contains(&Step::Setup) && !steps.contains(&Step::Build));
             assert_eq!(steps.last(), Some(&Step::UnitTests));
+            assert!(!steps.contains(&Step::VmTests));
         }
     }
 
@@ -253,8 +295,21 @@ mod tests {
     fn quick_skips_only_the_lints() {
         let steps = plan(TestOptions {
             quick: true,
-            unit: false,
+            ..TestOptions::default()
         });
-        assert_eq!(steps, [Step::Setup, Step::Build, Step::AllTests]);
+        assert_eq!(
+            steps,
+            [Step::Setup, Step::Build, Step::AllTests, Step::VmTests]
+        );
+    }
+
+    #[test]
+    fn no_vm_drops_only_the_vm_lane() {
+        let steps = plan(TestOptions {
+            no_vm: true,
+            ..TestOptions::default()
+        });
+        assert_eq!(steps.last(), Some(&Step::AllTests));
+        assert!(!steps.contains(&Step::VmTests));
     }
 }
