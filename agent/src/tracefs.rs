@@ -93,10 +93,45 @@ pub fn mismatches(expected: &[Field], event: &str, actual: &[FormatField]) -> Ve
         .collect()
 }
 
+/// Which `sched_process_fork` record the kernel has, so which program reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkLayout {
+    /// `__data_loc` comms (newer kernels): `names::PROG_PROCESS_FORK`.
+    DataLocComm,
+    /// `char[16]` comms (6.12 and older): `names::PROG_PROCESS_FORK_COMM16`.
+    Comm16,
+}
+
+impl ForkLayout {
+    pub fn program(self) -> &'static str {
+        match self {
+            ForkLayout::DataLocComm => cosched_agent_common::names::PROG_PROCESS_FORK,
+            ForkLayout::Comm16 => cosched_agent_common::names::PROG_PROCESS_FORK_COMM16,
+        }
+    }
+}
+
+/// The fork record layout whose pid fields the format file has, if any.
+pub fn fork_layout(actual: &[FormatField]) -> Option<ForkLayout> {
+    let ev = "sched_process_fork";
+    let new = [layout::FORK_PARENT_PID, layout::FORK_CHILD_PID];
+    let old = [
+        layout::FORK_PARENT_PID_COMM16,
+        layout::FORK_CHILD_PID_COMM16,
+    ];
+    if mismatches(&new, ev, actual).is_empty() {
+        Some(ForkLayout::DataLocComm)
+    } else if mismatches(&old, ev, actual).is_empty() {
+        Some(ForkLayout::Comm16)
+    } else {
+        None
+    }
+}
+
 /// Refuses to attach to a kernel that lacks a tracepoint the programs need
 /// (naming every missing one at once) or whose record layouts differ from
-/// ours.
-pub fn check_layouts() -> anyhow::Result<()> {
+/// ours; `sched_process_fork` may have either known layout (returned).
+pub fn check_layouts() -> anyhow::Result<ForkLayout> {
     let events = required_events();
     let format_path = |cat: &str, ev: &str| {
         Path::new(TRACEFS)
@@ -115,11 +150,20 @@ pub fn check_layouts() -> anyhow::Result<()> {
         bail!("{}", missing_message(release.trim(), &missing));
     }
     let mut problems = Vec::new();
+    let mut fork = ForkLayout::DataLocComm;
     for (cat, ev) in events {
         let path = format_path(cat, ev);
         let text =
             fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-        problems.extend(mismatches(&layout::ALL, ev, &parse_format(&text)));
+        let actual = parse_format(&text);
+        let mut found = mismatches(&layout::ALL, ev, &actual);
+        if ev == "sched_process_fork"
+            && let Some(known) = fork_layout(&actual)
+        {
+            fork = known;
+            found.clear();
+        }
+        problems.extend(found);
     }
     if !problems.is_empty() {
         bail!(
@@ -127,7 +171,7 @@ pub fn check_layouts() -> anyhow::Result<()> {
             problems.join("\n  ")
         );
     }
-    Ok(())
+    Ok(fork)
 }
 
 /// The tracepoints whose fields the programs read, each once, in order.
@@ -239,6 +283,40 @@ format:
             mismatches(&ret, "sys_exit_poll", &parse_format(&moved)).len(),
             1
         );
+    }
+
+    const FORK_6_12: &str = "name: sched_process_fork
+ID: 310
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:char parent_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t parent_pid;	offset:24;	size:4;	signed:1;
+	field:char child_comm[16];	offset:28;	size:16;	signed:0;
+	field:pid_t child_pid;	offset:44;	size:4;	signed:1;
+";
+    const FORK_7_2: &str = "name: sched_process_fork
+format:
+	field:__data_loc char[] parent_comm;	offset:8;	size:4;	signed:0;
+	field:pid_t parent_pid;	offset:12;	size:4;	signed:1;
+	field:__data_loc char[] child_comm;	offset:16;	size:4;	signed:0;
+	field:pid_t child_pid;	offset:20;	size:4;	signed:1;
+";
+
+    #[test]
+    fn the_6_12_fork_record_with_char16_comms_gets_its_own_program() {
+        let layout = fork_layout(&parse_format(FORK_6_12));
+        assert_eq!(layout, Some(ForkLayout::Comm16));
+        assert_eq!(layout.unwrap().program(), "sched_process_fork_comm16");
+        assert_eq!(
+            fork_layout(&parse_format(FORK_7_2)),
+            Some(ForkLayout::DataLocComm)
+        );
+    }
+
+    #[test]
+    fn a_fork_record_of_neither_known_layout_is_refused() {
+        let moved = FORK_7_2.replace("offset:20", "offset:28");
+        assert_eq!(fork_layout(&parse_format(&moved)), None);
     }
 
     #[test]
