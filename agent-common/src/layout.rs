@@ -38,6 +38,11 @@ pub const SCHED_SWITCH_PREV_STATE: Field = field("sched", "sched_switch", "prev_
 pub const SCHED_SWITCH_NEXT_PID: Field = field("sched", "sched_switch", "next_pid", 56, 4);
 pub const FORK_PARENT_PID: Field = field("sched", "sched_process_fork", "parent_pid", 12, 4);
 pub const FORK_CHILD_PID: Field = field("sched", "sched_process_fork", "child_pid", 20, 4);
+/// `sched_process_fork` before its comms became `__data_loc` strings (Linux
+/// 6.12 and older: `char parent_comm[16]`, `char child_comm[16]`); the
+/// agent attaches the program that reads this layout where the kernel has it.
+pub const FORK_PARENT_PID_COMM16: Field = field("sched", "sched_process_fork", "parent_pid", 24, 4);
+pub const FORK_CHILD_PID_COMM16: Field = field("sched", "sched_process_fork", "child_pid", 44, 4);
 pub const EXIT_PID: Field = field("sched", "sched_process_exit", "pid", 24, 4);
 pub const RECV_SK: Field = field("sock", "sock_recv_length", "sk", 8, 8);
 pub const RECV_RET: Field = field("sock", "sock_recv_length", "ret", 20, 4);

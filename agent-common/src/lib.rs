@@ -37,6 +37,8 @@ pub mod names {
 
     pub const PROG_SCHED_SWITCH: &str = "sched_switch";
     pub const PROG_PROCESS_FORK: &str = "sched_process_fork";
+    /// The same for the older record layout ([`crate::layout::FORK_PARENT_PID_COMM16`]).
+    pub const PROG_PROCESS_FORK_COMM16: &str = "sched_process_fork_comm16";
     pub const PROG_PROCESS_EXIT: &str = "sched_process_exit";
     pub const PROG_RECV: &str = "sock_recv_length";
     pub const PROG_SEND: &str = "sock_send_length";

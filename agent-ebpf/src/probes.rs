@@ -236,6 +236,20 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
 pub fn sched_process_fork(ctx: TracePointContext) -> u32 {
     let parent: i32 = field(&ctx, layout::FORK_PARENT_PID);
     let child: i32 = field(&ctx, layout::FORK_CHILD_PID);
+    on_fork(parent, child)
+}
+
+/// `sched_process_fork` on kernels whose record has `char[16]` comms (6.12
+/// and older); the agent attaches this one or the one above.
+#[tracepoint(category = "sched", name = "sched_process_fork")]
+pub fn sched_process_fork_comm16(ctx: TracePointContext) -> u32 {
+    let parent: i32 = field(&ctx, layout::FORK_PARENT_PID_COMM16);
+    let child: i32 = field(&ctx, layout::FORK_CHILD_PID_COMM16);
+    on_fork(parent, child)
+}
+
+#[inline(always)]
+fn on_fork(parent: i32, child: i32) -> u32 {
     let Some(p) = task(parent as u32) else {
         return 0;
     };

@@ -110,7 +110,12 @@ impl Probes {
             );
         }
         tracefs::ensure_mounted()?;
-        tracefs::check_layouts()?;
+        let fork = tracefs::check_layouts()?;
+        if fork == tracefs::ForkLayout::Comm16 {
+            tracing::info!(
+                "sched_process_fork has char[16] comms (6.12 and older): reading that layout"
+            );
+        }
         let stats = match aya::sys::enable_stats(aya::sys::Stats::RunTime) {
             Ok(fd) => Some(fd),
             Err(e) => {
@@ -120,6 +125,11 @@ impl Probes {
         };
         let mut ebpf = Ebpf::load(OBJECT).context("loading the eBPF object")?;
         for (prog, cat, name) in names::TRACEPOINTS {
+            let prog = if prog == names::PROG_PROCESS_FORK {
+                fork.program()
+            } else {
+                prog
+            };
             attach_tracepoint(&mut ebpf, prog, cat, name)?;
         }
         let wait_detectors = attach_wait_detectors(&mut ebpf)?;
@@ -259,6 +269,10 @@ impl Probes {
     pub fn program_costs(&self) -> io::Result<Vec<ProgramCost>> {
         let mut out = Vec::new();
         for (name, prog) in self.ebpf.programs() {
+            // The fork program of the other record layout is never loaded.
+            if prog.fd().is_err() {
+                continue;
+            }
             let info = prog.info().map_err(io::Error::other)?;
             out.push(ProgramCost {
                 name: name.to_string(),

@@ -93,24 +93,77 @@ pub fn mismatches(expected: &[Field], event: &str, actual: &[FormatField]) -> Ve
         .collect()
 }
 
-/// Refuses to attach to a kernel whose record layouts differ from ours.
-pub fn check_layouts() -> anyhow::Result<()> {
-    let mut events: Vec<(&str, &str)> = layout::ALL.iter().map(|f| (f.category, f.event)).collect();
-    events.dedup();
-    let mut problems = Vec::new();
-    for (cat, ev) in events {
-        let path = Path::new(TRACEFS)
+/// Which `sched_process_fork` record the kernel has, so which program reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkLayout {
+    /// `__data_loc` comms (newer kernels): `names::PROG_PROCESS_FORK`.
+    DataLocComm,
+    /// `char[16]` comms (6.12 and older): `names::PROG_PROCESS_FORK_COMM16`.
+    Comm16,
+}
+
+impl ForkLayout {
+    pub fn program(self) -> &'static str {
+        match self {
+            ForkLayout::DataLocComm => cosched_agent_common::names::PROG_PROCESS_FORK,
+            ForkLayout::Comm16 => cosched_agent_common::names::PROG_PROCESS_FORK_COMM16,
+        }
+    }
+}
+
+/// The fork record layout whose pid fields the format file has, if any.
+pub fn fork_layout(actual: &[FormatField]) -> Option<ForkLayout> {
+    let ev = "sched_process_fork";
+    let new = [layout::FORK_PARENT_PID, layout::FORK_CHILD_PID];
+    let old = [
+        layout::FORK_PARENT_PID_COMM16,
+        layout::FORK_CHILD_PID_COMM16,
+    ];
+    if mismatches(&new, ev, actual).is_empty() {
+        Some(ForkLayout::DataLocComm)
+    } else if mismatches(&old, ev, actual).is_empty() {
+        Some(ForkLayout::Comm16)
+    } else {
+        None
+    }
+}
+
+/// Refuses to attach to a kernel that lacks a tracepoint the programs need
+/// (naming every missing one at once) or whose record layouts differ from
+/// ours; `sched_process_fork` may have either known layout (returned).
+pub fn check_layouts() -> anyhow::Result<ForkLayout> {
+    let events = required_events();
+    let format_path = |cat: &str, ev: &str| {
+        Path::new(TRACEFS)
             .join("events")
             .join(cat)
             .join(ev)
-            .join("format");
-        let text = fs::read_to_string(&path).with_context(|| {
-            format!(
-                "reading {} (tracepoint {cat}/{ev} missing?)",
-                path.display()
-            )
-        })?;
-        problems.extend(mismatches(&layout::ALL, ev, &parse_format(&text)));
+            .join("format")
+    };
+    let missing: Vec<(&str, &str)> = events
+        .iter()
+        .copied()
+        .filter(|(cat, ev)| !format_path(cat, ev).exists())
+        .collect();
+    if !missing.is_empty() {
+        let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        bail!("{}", missing_message(release.trim(), &missing));
+    }
+    let mut problems = Vec::new();
+    let mut fork = ForkLayout::DataLocComm;
+    for (cat, ev) in events {
+        let path = format_path(cat, ev);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let actual = parse_format(&text);
+        let mut found = mismatches(&layout::ALL, ev, &actual);
+        if ev == "sched_process_fork"
+            && let Some(known) = fork_layout(&actual)
+        {
+            fork = known;
+            found.clear();
+        }
+        problems.extend(found);
     }
     if !problems.is_empty() {
         bail!(
@@ -118,7 +171,30 @@ pub fn check_layouts() -> anyhow::Result<()> {
             problems.join("\n  ")
         );
     }
-    Ok(())
+    Ok(fork)
+}
+
+/// The tracepoints whose fields the programs read, each once, in order.
+fn required_events() -> Vec<(&'static str, &'static str)> {
+    let mut events: Vec<(&str, &str)> = Vec::new();
+    for f in layout::ALL {
+        if !events.contains(&(f.category, f.event)) {
+            events.push((f.category, f.event));
+        }
+    }
+    events
+}
+
+/// The start-up error on a kernel without some required tracepoints.
+pub fn missing_message(release: &str, missing: &[(&str, &str)]) -> String {
+    let names: Vec<String> = missing.iter().map(|(c, e)| format!("{c}/{e}")).collect();
+    format!(
+        "this kernel ({release}) lacks the tracepoint{} {}, which cosched-agent needs; \
+         it does not start without them (the sock tracepoints are in Linux 6.12, not in 6.1: \
+         see docs/kernels.md)",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
 }
 
 /// Why an optional waiting detector is not attached, if it is not: its
@@ -207,6 +283,68 @@ format:
             mismatches(&ret, "sys_exit_poll", &parse_format(&moved)).len(),
             1
         );
+    }
+
+    const FORK_6_12: &str = "name: sched_process_fork
+ID: 310
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:char parent_comm[16];	offset:8;	size:16;	signed:0;
+	field:pid_t parent_pid;	offset:24;	size:4;	signed:1;
+	field:char child_comm[16];	offset:28;	size:16;	signed:0;
+	field:pid_t child_pid;	offset:44;	size:4;	signed:1;
+";
+    const FORK_7_2: &str = "name: sched_process_fork
+format:
+	field:__data_loc char[] parent_comm;	offset:8;	size:4;	signed:0;
+	field:pid_t parent_pid;	offset:12;	size:4;	signed:1;
+	field:__data_loc char[] child_comm;	offset:16;	size:4;	signed:0;
+	field:pid_t child_pid;	offset:20;	size:4;	signed:1;
+";
+
+    #[test]
+    fn the_6_12_fork_record_with_char16_comms_gets_its_own_program() {
+        let layout = fork_layout(&parse_format(FORK_6_12));
+        assert_eq!(layout, Some(ForkLayout::Comm16));
+        assert_eq!(layout.unwrap().program(), "sched_process_fork_comm16");
+        assert_eq!(
+            fork_layout(&parse_format(FORK_7_2)),
+            Some(ForkLayout::DataLocComm)
+        );
+    }
+
+    #[test]
+    fn a_fork_record_of_neither_known_layout_is_refused() {
+        let moved = FORK_7_2.replace("offset:20", "offset:28");
+        assert_eq!(fork_layout(&parse_format(&moved)), None);
+    }
+
+    #[test]
+    fn every_required_tracepoint_is_checked_once() {
+        let events = required_events();
+        assert_eq!(events.len(), 7);
+        assert!(events.contains(&("sock", "sk_data_ready")));
+        assert_eq!(events[0], ("sched", "sched_switch"));
+    }
+
+    #[test]
+    fn a_kernel_without_the_sock_tracepoints_is_refused_naming_each() {
+        let text = missing_message(
+            "6.1.0-56-cloud-amd64",
+            &[
+                ("sock", "sock_recv_length"),
+                ("sock", "sock_send_length"),
+                ("sock", "sk_data_ready"),
+            ],
+        );
+        assert!(text.starts_with("this kernel (6.1.0-56-cloud-amd64) lacks the tracepoints "));
+        for tp in [
+            "sock/sock_recv_length",
+            "sock/sock_send_length",
+            "sock/sk_data_ready",
+        ] {
+            assert!(text.contains(tp), "{text}");
+        }
     }
 
     #[test]

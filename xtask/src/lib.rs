@@ -16,4 +16,5 @@ pub mod process;
 pub mod progress;
 pub mod setup;
 pub mod test_pipeline;
+pub mod vm;
 pub mod workspace;

@@ -1,7 +1,8 @@
 //! `cargo xtask test`: the whole pipeline CI runs, stopping at the first
 //! failing step: setup, release build, fmt, clippy, tests (unit and root
 //! lanes in one `cargo test`), cluster tests (the one-machine cluster up
-//! and down, real Slurm). `--unit` runs the unit lane alone (fmt,
+//! and down, real Slurm), then the VM lane (`vm-test` on the newest Debian
+//! kernel; `--no-vm` skips it). `--unit` runs the unit lane alone (fmt,
 //! clippy, every crate's tests but `integration-tests/`): no root, apt or
 //! bpf-linker needed. The steps are data ([`plan`]) so what each lane runs
 //! is tested.
@@ -28,6 +29,8 @@ pub struct TestOptions {
     pub quick: bool,
     /// Only the unit lane: no root, no apt packages, no bpf-linker.
     pub unit: bool,
+    /// Skip the VM lane (QEMU guests).
+    pub no_vm: bool,
 }
 
 /// One step of the pipeline, in the order they run.
@@ -52,6 +55,9 @@ pub enum Step {
     /// Slurm. Ignored by a plain `cargo test` because they would take down a
     /// cluster someone is using; here nothing else runs.
     ClusterTests,
+    /// `vm-test --kernel 7.x`: the release binaries in three QEMU guests
+    /// (about 3 minutes under TCG).
+    VmTests,
 }
 
 impl Step {
@@ -64,6 +70,7 @@ impl Step {
             Step::UnitTests => "unit tests",
             Step::AllTests => "tests",
             Step::ClusterTests => "cluster tests",
+            Step::VmTests => "vm tests",
         }
     }
 
@@ -87,6 +94,9 @@ pub fn plan(options: TestOptions) -> Vec<Step> {
         steps.push(Step::UnitTests);
     } else {
         steps.extend([Step::AllTests, Step::ClusterTests]);
+        if !options.no_vm {
+            steps.push(Step::VmTests);
+        }
     }
     steps
 }
@@ -145,6 +155,12 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
                 ]);
                 tests
             }
+            Step::VmTests => {
+                say("test", "[vm tests] vm-test --kernel 7.x");
+                run_vm_tests(workspace).map_err(|error| failed(step, error))?;
+                passed.push(step.name());
+                continue;
+            }
             Step::AllTests => {
                 let bin_dir = workspace.profile_dir(Profile::Release.dir_name())?;
                 let mut tests = cargo_command(workspace, tools.as_ref());
@@ -184,6 +200,9 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
     if options.quick {
         skipped.push("fmt and clippy skipped (--quick)");
     }
+    if options.no_vm && !options.unit {
+        skipped.push("VM lane skipped (--no-vm)");
+    }
     if options.unit {
         skipped.push("unit lane only: the root lane (integration-tests/) not run (--unit)");
     }
@@ -197,6 +216,24 @@ pub fn run(workspace: &Workspace, options: TestOptions) -> Result<()> {
             skipped.iter().map(|s| format!("; {s}")).collect::<String>()
         ),
     );
+    Ok(())
+}
+
+/// The VM lane: the newest kernel, which runs every check.
+fn run_vm_tests(workspace: &Workspace) -> Result<()> {
+    let runs = crate::vm::run(&crate::vm::VmTestOptions {
+        kernels: crate::vm::kernels::choose("7.x")?,
+        bin_dir: workspace.profile_dir(Profile::Release.dir_name())?,
+        out_dir: workspace.profile_dir("vm")?,
+        timeout: crate::vm::DEFAULT_TIMEOUT,
+    })?;
+    if let Some(run) = runs.iter().find(|run| run.failed()) {
+        bail!(
+            "a VM check failed on kernel {} (consoles in {})",
+            run.kernel.choice.key,
+            run.log_dir.display()
+        );
+    }
     Ok(())
 }
 
@@ -256,7 +293,7 @@ mod tests {
     #[test]
     fn quick_and_unit_are_off_by_default() {
         let default = TestOptions::default();
-        assert!(!default.quick && !default.unit);
+        assert!(!default.quick && !default.unit && !default.no_vm);
     }
 
     #[test]
@@ -264,17 +301,22 @@ mod tests {
         use Step::*;
         assert_eq!(
             plan(TestOptions::default()),
-            [Setup, Build, Fmt, Clippy, AllTests, ClusterTests]
+            [Setup, Build, Fmt, Clippy, AllTests, ClusterTests, VmTests]
         );
     }
 
     #[test]
     fn the_unit_lane_needs_neither_root_nor_set_up() {
         for quick in [false, true] {
-            let steps = plan(TestOptions { quick, unit: true });
+            let steps = plan(TestOptions {
+                quick,
+                unit: true,
+                ..TestOptions::default()
+            });
             assert!(steps.iter().all(|step| !step.needs_root()), "{steps:?}");
             assert!(!steps.contains(&Step::Setup) && !steps.contains(&Step::Build));
             assert_eq!(steps.last(), Some(&Step::UnitTests));
+            assert!(!steps.contains(&Step::VmTests));
         }
     }
 
@@ -282,11 +324,27 @@ mod tests {
     fn quick_skips_only_the_lints() {
         let steps = plan(TestOptions {
             quick: true,
-            unit: false,
+            ..TestOptions::default()
         });
         assert_eq!(
             steps,
-            [Step::Setup, Step::Build, Step::AllTests, Step::ClusterTests]
+            [
+                Step::Setup,
+                Step::Build,
+                Step::AllTests,
+                Step::ClusterTests,
+                Step::VmTests
+            ]
         );
+    }
+
+    #[test]
+    fn no_vm_drops_only_the_vm_lane() {
+        let steps = plan(TestOptions {
+            no_vm: true,
+            ..TestOptions::default()
+        });
+        assert_eq!(steps.last(), Some(&Step::ClusterTests));
+        assert!(!steps.contains(&Step::VmTests));
     }
 }

@@ -8,6 +8,7 @@ mod cluster;
 mod demo;
 mod setup;
 mod test;
+mod vm_test;
 
 use std::process::ExitCode;
 
@@ -39,6 +40,9 @@ enum Command {
     Demo(demo::Args),
     /// Benchmarks (eBPF overhead, policies).
     Bench(bench::Args),
+    /// The release binaries in three QEMU guests (TCG) on Debian kernels:
+    /// coordinator in one, agents in two, a virtio network between them.
+    VmTest(vm_test::Args),
 }
 
 /// Runs the chosen subcommand; the exit code is the command's own for
@@ -52,5 +56,6 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Test(args) => test::run(&workspace, args),
         Command::Demo(args) => demo::run(&workspace, args),
         Command::Bench(args) => bench::run(&workspace, args),
+        Command::VmTest(args) => vm_test::run(&workspace, args),
     }
 }

@@ -17,6 +17,9 @@ pub struct Args {
     /// root, apt packages or bpf-linker needed (a developer's machine).
     #[arg(long)]
     unit: bool,
+    /// Skip the VM lane (`vm-test` on the newest kernel, about 3 minutes).
+    #[arg(long)]
+    no_vm: bool,
 }
 
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
@@ -25,6 +28,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
         TestOptions {
             quick: args.quick,
             unit: args.unit,
+            no_vm: args.no_vm,
         },
     )?;
     Ok(ExitCode::SUCCESS)
