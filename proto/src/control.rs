@@ -91,6 +91,17 @@ pub enum Request {
     Status,
     /// Reload the config file (same path as SIGHUP and file change).
     Reload,
+    /// Record a timeline of the managed tasks on this node for
+    /// `duration_ms` (at most [`crate::timeline::MAX_DURATION_MS`]), then
+    /// reply with it. Off otherwise; one recording at a time (a second
+    /// request meanwhile is refused); ends early at `max_events` records
+    /// (default [`crate::timeline::DEFAULT_MAX_EVENTS`], at most
+    /// [`crate::timeline::MAX_EVENTS`]).
+    Timeline {
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_events: Option<u32>,
+    },
 }
 
 /// First job id the agent hands out itself (`attach` without `job_id`):
@@ -139,6 +150,7 @@ pub enum Reply {
     Done,
     Status { status: AgentStatus },
     Reloaded { outcome: ReloadOutcome },
+    Timeline { timeline: crate::timeline::NodeTimeline },
 }
 
 /// What the agent replies: a result or a human-readable error.
@@ -368,7 +380,8 @@ mod tests {
                 | Request::Forget { .. }
                 | Request::Release { .. }
                 | Request::Status
-                | Request::Reload => {}
+                | Request::Reload
+                | Request::Timeline { .. } => {}
             }
         }
         let spec: JobSpec =
@@ -419,6 +432,14 @@ mod tests {
             Request::Release { job_id: 1 },
             Request::Status,
             Request::Reload,
+            Request::Timeline {
+                duration_ms: 100,
+                max_events: None,
+            },
+            Request::Timeline {
+                duration_ms: 100,
+                max_events: Some(10),
+            },
         ];
         every.iter().for_each(covered);
         every
