@@ -4,3 +4,4 @@ pub mod args;
 pub mod attach;
 pub mod node;
 pub mod tables;
+pub mod timeline;

@@ -140,17 +140,42 @@ impl<'de> Deserialize<'de> for Request {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reply {
-    Launched { job_id: JobId, pid: u32 },
-    Adopted { job_id: JobId, tasks: u32 },
-    Attached { job_id: JobId, tasks: u32 },
-    Joined { job_id: JobId, tasks: u32 },
-    Released { job_id: JobId, tasks: u32 },
-    Jobs { jobs: Vec<JobInfo> },
-    Job { job: JobInfo },
+    Launched {
+        job_id: JobId,
+        pid: u32,
+    },
+    Adopted {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Attached {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Joined {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Released {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Jobs {
+        jobs: Vec<JobInfo>,
+    },
+    Job {
+        job: JobInfo,
+    },
     Done,
-    Status { status: AgentStatus },
-    Reloaded { outcome: ReloadOutcome },
-    Timeline { timeline: crate::timeline::NodeTimeline },
+    Status {
+        status: AgentStatus,
+    },
+    Reloaded {
+        outcome: ReloadOutcome,
+    },
+    Timeline {
+        timeline: crate::timeline::NodeTimeline,
+    },
 }
 
 /// What the agent replies: a result or a human-readable error.

@@ -4,9 +4,12 @@
 //! for a `timeline` request ([`cosched_proto::timeline::NodeTimeline`]),
 //! drawn as SVG with the nodes one above the other on a common clock.
 //!
-//! Pure: [`model`] turns records into intervals, [`svg`] lays them out and
-//! writes the SVG. Nothing here talks to an agent.
+//! [`model`] turns records into intervals, [`svg`] lays them out and
+//! writes the SVG, [`summary`] says it in text: all pure. [`record`] is the
+//! one part that talks to agents (their control sockets).
 pub mod model;
+pub mod record;
+pub mod summary;
 pub mod svg;
 
 pub use svg::render;

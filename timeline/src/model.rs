@@ -410,10 +410,7 @@ mod tests {
             .iter()
             .map(|l| (l.level.clone(), l.span.start_ns, l.span.end_ns))
             .collect();
-        assert_eq!(
-            l,
-            [("demote".into(), 100, 140), ("boost".into(), 180, 200)]
-        );
+        assert_eq!(l, [("demote".into(), 100, 140), ("boost".into(), 180, 200)]);
     }
 
     #[test]
@@ -434,9 +431,6 @@ mod tests {
             },
         ];
         let i = NodeIntervals::of(&t);
-        assert_eq!(
-            i.slices,
-            [(110, Some(vec![1])), (150, Some(vec![2]))]
-        );
+        assert_eq!(i.slices, [(110, Some(vec![1])), (150, Some(vec![2]))]);
     }
 }

@@ -221,7 +221,11 @@ pub fn scene(title: &str, nodes: &[NodeTimeline]) -> Scene {
             .get(&job)
             .map_or_else(|| format!("job {job}"), |n| format!("{n} ({job})"))
     };
-    let t0 = intervals.iter().map(|i| i.window.start_ns).min().unwrap_or(0);
+    let t0 = intervals
+        .iter()
+        .map(|i| i.window.start_ns)
+        .min()
+        .unwrap_or(0);
     let t1 = intervals
         .iter()
         .map(|i| i.window.end_ns)
@@ -246,7 +250,11 @@ pub fn scene(title: &str, nodes: &[NodeTimeline]) -> Scene {
     let mut y = TITLE_H + LEGEND_H;
     for (iv, t) in intervals.iter().zip(nodes) {
         let top = y;
-        let mut head = format!("{}: {:.1} ms", iv.node, ms(iv.window.end_ns) - ms(iv.window.start_ns));
+        let mut head = format!(
+            "{}: {:.1} ms",
+            iv.node,
+            ms(iv.window.end_ns) - ms(iv.window.start_ns)
+        );
         if t.truncated {
             head.push_str(", truncated at the event cap");
         }
@@ -271,9 +279,11 @@ pub fn scene(title: &str, nodes: &[NodeTimeline]) -> Scene {
             });
             for r in iv.runs.iter().filter(|r| r.cpu == cpu) {
                 let (fill, kind, who) = match r.holder {
-                    Holder::Job { job, tid } => {
-                        (colour(job).to_string(), "run", format!("{} tid {tid}", name(job)))
-                    }
+                    Holder::Job { job, tid } => (
+                        colour(job).to_string(),
+                        "run",
+                        format!("{} tid {tid}", name(job)),
+                    ),
                     Holder::Other => (OTHER_COLOUR.to_string(), "other", "other or idle".into()),
                 };
                 sc.rects.push(Rect {
@@ -307,7 +317,10 @@ pub fn scene(title: &str, nodes: &[NodeTimeline]) -> Scene {
             sc.texts.push(Text {
                 x: LEFT - 6.0,
                 y: y + JOB_LANE_H - 1.0,
-                text: names.get(&job).cloned().unwrap_or_else(|| format!("job {job}")),
+                text: names
+                    .get(&job)
+                    .cloned()
+                    .unwrap_or_else(|| format!("job {job}")),
                 anchor: "end",
                 size: 9.0,
             });
@@ -532,8 +545,20 @@ mod tests {
         assert_eq!((runs[1].x, runs[1].w), (LEFT + plot_w / 2.0, plot_w / 2.0));
         assert_eq!(runs[0].fill, JOB_COLOURS[0]);
         assert_eq!(runs[1].fill, JOB_COLOURS[1]);
-        assert!(runs[0].title.as_deref().unwrap().starts_with("ring-a (1) tid 11"));
-        assert!(runs[1].title.as_deref().unwrap().starts_with("ring-b (2) tid 22"));
+        assert!(
+            runs[0]
+                .title
+                .as_deref()
+                .unwrap()
+                .starts_with("ring-a (1) tid 11")
+        );
+        assert!(
+            runs[1]
+                .title
+                .as_deref()
+                .unwrap()
+                .starts_with("ring-b (2) tid 22")
+        );
         let svg = sc.to_svg();
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("ring-a (1)") && svg.contains("cpu 0"));

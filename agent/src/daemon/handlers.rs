@@ -73,7 +73,7 @@ impl<K: Kernel> Daemon<K> {
         }
         self.engine.drain_timeline();
         let gone = self.recording.as_ref().is_some_and(|r| r.is_closed());
-        if gone || self.engine.recording_due(monotonic_ns()) {
+        if gone || self.engine.recording_due() {
             let timeline = self.engine.finish_recording();
             if let (Some(reply), Some(timeline)) = (self.recording.take(), timeline) {
                 let _ = reply.send(Response::Ok(Reply::Timeline { timeline }));

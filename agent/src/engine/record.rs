@@ -128,7 +128,8 @@ impl<K: Kernel> Engine<K> {
 
     /// Whether the recording in progress is due to end now: its time is
     /// up or it holds as many records as it may.
-    pub fn recording_due(&self, now_ns: u64) -> bool {
+    pub fn recording_due(&self) -> bool {
+        let now_ns = self.k.now_ns();
         self.recording
             .as_ref()
             .is_some_and(|r| now_ns >= r.deadline_ns || r.full())
