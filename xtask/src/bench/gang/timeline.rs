@@ -75,7 +75,10 @@ pub fn during<T>(
             }
         }
         Ok(Err(e)) => say("timeline", format!("{column}: no timeline: {e}")),
-        Err(_) => say("timeline", format!("{column}: the recording thread panicked")),
+        Err(_) => say(
+            "timeline",
+            format!("{column}: the recording thread panicked"),
+        ),
     }
     result
 }
