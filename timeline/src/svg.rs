@@ -472,7 +472,7 @@ fn axis(sc: &mut Scene, y: f64, t0: u64, t1: u64, x_of: &impl Fn(u64) -> f64) {
         sc.texts.push(Text {
             x,
             y: y + 15.0,
-            text: format!("{}", num(k)),
+            text: num(k),
             anchor: "middle",
             size: 10.0,
         });

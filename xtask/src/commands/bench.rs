@@ -161,7 +161,6 @@ impl LocalArgs {
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
-            timeline: None,
         };
         if self.out.quick {
             options.quick()
@@ -213,6 +212,7 @@ impl GangArgs {
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
+            timeline: None,
         };
         if self.out.quick {
             options.quick()
