@@ -24,6 +24,11 @@ pub const MAX_TASKS: u32 = 16384;
 pub const MAX_SOCKETS: u32 = 16384;
 /// Size of the event ring buffer in bytes (a power of two, multiple of the page size).
 pub const EVENT_RING_BYTES: u32 = 1 << 20;
+/// Size of the timeline ring buffer in bytes: what a recording (see
+/// [`TimelineRecord`]) can queue between two drains by the agent
+/// (16384 records of 32 bytes); records that do not fit are counted in
+/// [`Drops::timeline_lost`].
+pub const TIMELINE_RING_BYTES: u32 = 1 << 19;
 
 /// Names of the maps and programs in the eBPF object, so both sides agree.
 pub mod names {
@@ -34,6 +39,8 @@ pub mod names {
     pub const SETTINGS: &str = "SETTINGS";
     pub const DROPS: &str = "DROPS";
     pub const WATCH: &str = "WATCH";
+    pub const TIMELINE: &str = "TIMELINE";
+    pub const RECORDING: &str = "RECORDING";
 
     pub const PROG_SCHED_SWITCH: &str = "sched_switch";
     pub const PROG_PROCESS_FORK: &str = "sched_process_fork";
@@ -390,6 +397,43 @@ pub mod offcpu_arrival {
     pub const READY: u32 = 2;
 }
 
+/// Kinds of [`TimelineRecord`]s.
+pub mod timeline_kind {
+    /// A context switch with a managed task on either side.
+    pub const SWITCH: u32 = 1;
+    /// A managed task started a spin episode (`prev_tid` is the task).
+    pub const SPIN_START: u32 = 2;
+    /// A managed task's spin episode ended (`prev_tid` is the task).
+    pub const SPIN_END: u32 = 3;
+}
+
+/// One record of a timeline recording, in the `TIMELINE` ring buffer.
+///
+/// Written only while the agent records (the one-element `RECORDING` array
+/// is non-zero) and only for managed tasks: a context switch with a managed
+/// task on either side, and the start and end of their spin episodes.
+/// Switches between two unmanaged tasks are never recorded, so between
+/// records a CPU runs either the managed task switched in or something
+/// else (another process or idle).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimelineRecord {
+    /// One of [`timeline_kind`].
+    pub kind: u32,
+    pub cpu: u32,
+    /// `bpf_ktime_get_ns` (CLOCK_MONOTONIC).
+    pub ts_ns: u64,
+    /// The task switched out (a switch) or the task (spin records).
+    pub prev_tid: u32,
+    /// Its job (0: not managed).
+    pub prev_job: u32,
+    /// The task switched in (0: the idle task; switches only).
+    pub next_tid: u32,
+    /// Its job (0: not managed).
+    pub next_job: u32,
+}
+const _: () = assert!(core::mem::size_of::<TimelineRecord>() == 32);
+
 /// Counters of records the eBPF side could not deliver, the value of the
 /// one-element per-CPU `DROPS` array.
 #[repr(C)]
@@ -404,8 +448,10 @@ pub struct Drops {
     /// Records submitted with a forced wakeup of the agent (not a drop: kept
     /// here to compare with the wakeups the agent sees).
     pub forced_wakeups: u64,
+    /// Timeline records lost (timeline ring full while recording).
+    pub timeline_lost: u64,
 }
-const _: () = assert!(core::mem::size_of::<Drops>() == 32);
+const _: () = assert!(core::mem::size_of::<Drops>() == 40);
 
 #[cfg(feature = "user")]
 mod pod {
@@ -417,4 +463,5 @@ mod pod {
     unsafe impl aya::Pod for super::Event {}
     unsafe impl aya::Pod for super::Settings {}
     unsafe impl aya::Pod for super::Drops {}
+    unsafe impl aya::Pod for super::TimelineRecord {}
 }

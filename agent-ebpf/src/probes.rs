@@ -19,9 +19,10 @@ use aya_ebpf::{
 };
 use cosched_agent_common::{
     CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS,
-    Settings, SockOwner, TaskStats, episode, event_flags, event_kind, in_spin_episode,
+    Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord, episode, event_flags,
+    event_kind, in_spin_episode,
     layout::{self, Field},
-    offcpu_arrival, watch_flags,
+    offcpu_arrival, timeline_kind, watch_flags,
 };
 
 #[map]
@@ -45,6 +46,16 @@ static WATCH: HashMap<u32, u32> = HashMap::with_max_entries(MAX_TASKS, 0);
 
 #[map]
 static DROPS: PerCpuArray<Drops> = PerCpuArray::with_max_entries(1, 0);
+
+/// Timeline records (see `TimelineRecord`), written only while recording.
+#[map]
+static TIMELINE: RingBuf = RingBuf::with_byte_size(TIMELINE_RING_BYTES, 0);
+
+/// Non-zero while the agent records a timeline. Read only on paths that
+/// already found a managed task, so with recording off an unmanaged
+/// switch costs nothing more and a managed one one array lookup.
+#[map]
+static RECORDING: Array<u32> = Array::with_max_entries(1, 0);
 
 /// Reads a tracepoint field straight from the trace record (a verified ctx
 /// load, cheaper than a probe-read helper call).
@@ -103,8 +114,44 @@ pub(crate) fn spin_gap() -> u64 {
 
 /// Ends the current spin episode of `t` at `now` (see `episode::end`).
 #[inline(always)]
-pub(crate) fn end_spin(t: &mut TaskStats, now: u64, gap: u64) {
+pub(crate) fn end_spin(t: &mut TaskStats, tid: u32, now: u64, gap: u64) {
+    let was = t.spin_episode_start_ns != 0;
     episode::end(t, now, gap);
+    if was {
+        record_spin(timeline_kind::SPIN_END, tid, t.job_id, now);
+    }
+}
+
+#[inline(always)]
+fn recording() -> bool {
+    RECORDING.get(0).is_some_and(|r| *r != 0)
+}
+
+/// Queues a timeline record while the agent records (never wakes it: it
+/// drains the ring on its own clock while recording).
+#[inline(always)]
+fn record(r: &TimelineRecord) {
+    if TIMELINE.output(r, BPF_RB_NO_WAKEUP as u64).is_err()
+        && let Some(d) = drops()
+    {
+        d.timeline_lost += 1;
+    }
+}
+
+/// A spin episode of managed task `tid` starts or ends (while recording).
+#[inline(always)]
+fn record_spin(kind: u32, tid: u32, job: u32, now: u64) {
+    if recording() {
+        record(&TimelineRecord {
+            kind,
+            cpu: unsafe { bpf_get_smp_processor_id() },
+            ts_ns: now,
+            prev_tid: tid,
+            prev_job: job,
+            next_tid: 0,
+            next_job: 0,
+        });
+    }
 }
 
 /// One empty wait of `tid` at `now` (an empty receive, an empty poll, a
@@ -113,7 +160,11 @@ pub(crate) fn end_spin(t: &mut TaskStats, now: u64, gap: u64) {
 /// report (the socket of an empty receive, else 0).
 #[inline(always)]
 pub(crate) fn empty_wait(t: &mut TaskStats, tid: u32, now: u64, arg: u64) {
-    if episode::empty_wait(t, now, spin_gap()) && watched(tid, watch_flags::SPIN_START) {
+    let starts = episode::empty_wait(t, now, spin_gap());
+    if starts {
+        record_spin(timeline_kind::SPIN_START, tid, t.job_id, now);
+    }
+    if starts && watched(tid, watch_flags::SPIN_START) {
         let ev = Event {
             kind: event_kind::SPIN_START,
             tid,
@@ -182,7 +233,9 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     let now = unsafe { bpf_ktime_get_ns() };
     let cpu = unsafe { bpf_get_smp_processor_id() };
 
+    let mut prev_job = None;
     if let Some(t) = task(prev as u32) {
+        prev_job = Some(t.job_id);
         // Episode rules first: they read the run that ends here.
         let gap = spin_gap();
         // Still runnable at switch-out = preempted. With PREEMPT_NONE a task
@@ -191,11 +244,15 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
         if prev_state == 0 || prev_state & layout::PREV_STATE_PREEMPTED != 0 {
             t.switches_out_preempted += 1;
             t.last_out_preempted = 1;
+            let was = t.spin_episode_start_ns != 0;
             episode::preempted(t, now, gap);
+            if was && t.spin_episode_start_ns == 0 {
+                record_spin(timeline_kind::SPIN_END, prev as u32, t.job_id, now);
+            }
         } else {
             t.switches_out_voluntary += 1;
             t.last_out_preempted = 0;
-            end_spin(t, now, gap);
+            end_spin(t, prev as u32, now, gap);
         }
         if t.run_start_ns != 0 {
             t.oncpu_ns += now.saturating_sub(t.run_start_ns);
@@ -228,6 +285,17 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
     if let Some(s) = CPU_CURRENT.get_ptr_mut(cpu) {
         // SAFETY: this CPU's own slot.
         unsafe { *s = slot };
+    }
+    if (prev_job.is_some() || slot.managed != 0) && recording() {
+        record(&TimelineRecord {
+            kind: timeline_kind::SWITCH,
+            cpu,
+            ts_ns: now,
+            prev_tid: prev as u32,
+            prev_job: prev_job.unwrap_or(0),
+            next_tid: next as u32,
+            next_job: slot.job_id,
+        });
     }
     0
 }
@@ -288,7 +356,7 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
         return 0;
     };
     let now = unsafe { bpf_ktime_get_ns() };
-    end_spin(t, now, spin_gap());
+    end_spin(t, tid as u32, now, spin_gap());
     t.exited_ns = now;
     let ev = Event {
         kind: event_kind::EXIT,
@@ -315,7 +383,7 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
         t.recv_ok += 1;
         t.last_recv_ok_ns = now;
         t.bytes_received += ret as u64;
-        end_spin(t, now, spin_gap());
+        end_spin(t, tid, now, spin_gap());
     } else if ret == layout::NEG_EAGAIN {
         t.recv_empty += 1;
         empty_wait(t, tid, now, sk);
@@ -339,7 +407,7 @@ pub fn sock_send_length(ctx: TracePointContext) -> u32 {
     t.sends += 1;
     let now = unsafe { bpf_ktime_get_ns() };
     // A task that sends is making progress, not waiting.
-    end_spin(t, now, spin_gap());
+    end_spin(t, tid, now, spin_gap());
     let sk: u64 = field(&ctx, layout::SEND_SK);
     learn_owner(sk, tid, t.job_id, now);
     0

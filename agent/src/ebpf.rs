@@ -11,7 +11,8 @@ use aya::{
     programs::TracePoint,
 };
 use cosched_agent_common::{
-    CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, WaitKind, names,
+    CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, TimelineRecord, WaitKind,
+    names,
 };
 
 use crate::{
@@ -32,6 +33,8 @@ pub struct Probes {
     settings: Array<MapData, Settings>,
     drops: PerCpuArray<MapData, Drops>,
     watch: HashMap<MapData, u32, u32>,
+    timeline: RingBuf<MapData>,
+    recording: Array<MapData, u32>,
     wait_detectors: Vec<WaitDetectorState>,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
@@ -141,6 +144,8 @@ impl Probes {
         let mut settings_map = Array::try_from(take(names::SETTINGS)?)?;
         let drops = PerCpuArray::try_from(take(names::DROPS)?)?;
         let watch = HashMap::try_from(take(names::WATCH)?)?;
+        let timeline = RingBuf::try_from(take(names::TIMELINE)?)?;
+        let recording = Array::try_from(take(names::RECORDING)?)?;
         settings_map.set(0, &settings, 0)?;
         Ok(Self {
             ebpf,
@@ -151,6 +156,8 @@ impl Probes {
             settings: settings_map,
             drops,
             watch,
+            timeline,
+            recording,
             wait_detectors,
             _stats: stats,
         })
@@ -242,6 +249,21 @@ impl Probes {
         }
     }
 
+    pub fn set_recording(&mut self, on: bool) -> io::Result<()> {
+        self.recording.set(0, &u32::from(on), 0).map_err(map_io)
+    }
+
+    pub fn drain_timeline(&mut self, out: &mut Vec<TimelineRecord>) {
+        while let Some(item) = self.timeline.next() {
+            if item.len() >= std::mem::size_of::<TimelineRecord>() {
+                // SAFETY: the programs write whole records (see drain_events).
+                out.push(unsafe {
+                    std::ptr::read_unaligned(item.as_ptr().cast::<TimelineRecord>())
+                });
+            }
+        }
+    }
+
     pub fn forget_sockets_of(&mut self, tids: &[u32]) -> io::Result<usize> {
         let stale: Vec<u64> = self
             .sockets
@@ -263,6 +285,7 @@ impl Probes {
             tasks_full: a.tasks_full + d.tasks_full,
             sockets_full: a.sockets_full + d.sockets_full,
             forced_wakeups: a.forced_wakeups + d.forced_wakeups,
+            timeline_lost: a.timeline_lost + d.timeline_lost,
         }))
     }
 

@@ -143,6 +143,7 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
     let request = match action {
         NodeAction::Jobs => AgentRequest::Jobs,
         NodeAction::Release { job } => AgentRequest::Release { job_id: job },
+        NodeAction::Timeline { .. } => unreachable!("main records timelines itself"),
         NodeAction::Adopt {
             cgroup,
             pid,

@@ -5,3 +5,4 @@ pub mod attach;
 pub mod node;
 pub mod slurm;
 pub mod tables;
+pub mod timeline;

@@ -177,6 +177,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Record a timeline on several agents at once and draw it, nodes one
+    /// above the other on their common clock (CLOCK_MONOTONIC: shared by
+    /// the nodes of a one-machine cluster; on separate machines the clocks
+    /// differ by their boot times, see docs/timeline.md).
+    Timeline {
+        /// An agent's control socket (repeat for each node).
+        #[arg(long = "agent-socket", required = true)]
+        agent_sockets: Vec<PathBuf>,
+        #[command(flatten)]
+        what: TimelineFlags,
+    },
     /// One node's agent, through its control socket (root only).
     Node {
         #[arg(
@@ -224,6 +235,62 @@ enum NodeAction {
     /// Hand a job back: every task gets back what the agent changed; its
     /// processes keep running.
     Release { job: u32 },
+    /// Record which job's process held each CPU of the node (and the
+    /// agent's boosts, demotions and the coordinator's slices) for a while,
+    /// then draw it: `cosched node timeline --seconds 2 --svg out.svg`.
+    Timeline {
+        #[command(flatten)]
+        what: TimelineFlags,
+    },
+}
+
+#[derive(clap::Args)]
+struct TimelineFlags {
+    /// How long to record (the agent accepts up to 60 s).
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Write the picture here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write the recordings (the agents' JSON) here.
+    #[arg(long = "json-file")]
+    json_file: Option<PathBuf>,
+    /// Stop recording after this many records (default 200000, at most 500000).
+    #[arg(long)]
+    max_events: Option<u32>,
+    /// The picture's title.
+    #[arg(long)]
+    title: Option<String>,
+}
+
+impl TimelineFlags {
+    fn run(self, sockets: Vec<PathBuf>, json: bool) -> ExitCode {
+        let args = cosched::timeline::TimelineArgs {
+            sockets,
+            seconds: self.seconds,
+            max_events: self.max_events,
+            svg: self.svg,
+            json_file: self.json_file,
+            title: self.title,
+        };
+        match cosched::timeline::run(&args) {
+            Ok((nodes, summary)) => {
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::to_string(&nodes).expect("recordings serialise")
+                    );
+                } else {
+                    print!("{summary}");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("cosched: {message}");
+                ExitCode::FAILURE
+            }
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -271,7 +338,8 @@ fn request(command: Command) -> Result<Request, String> {
         Command::Attach { .. }
         | Command::Join { .. }
         | Command::Node { .. }
-        | Command::SlurmHook { .. } => {
+        | Command::SlurmHook { .. }
+        | Command::Timeline { .. } => {
             unreachable!("main runs these itself")
         }
     })
@@ -369,6 +437,10 @@ fn main() -> ExitCode {
         }
         Command::Node {
             agent_socket,
+            action: NodeAction::Timeline { what },
+        } => return what.run(vec![agent_socket], cli.json),
+        Command::Node {
+            agent_socket,
             action,
         } => return launcher::node(&agent_socket, timeout, cli.json, action),
         Command::SlurmHook {
@@ -398,6 +470,10 @@ fn main() -> ExitCode {
             };
             return launcher::slurm_hook(&hook, &args);
         }
+        Command::Timeline {
+            agent_sockets,
+            what,
+        } => return what.run(agent_sockets, cli.json),
         _ => {}
     }
     let policy_only = matches!(cli.command, Command::Policy { action: None });

@@ -91,6 +91,17 @@ pub enum Request {
     Status,
     /// Reload the config file (same path as SIGHUP and file change).
     Reload,
+    /// Record a timeline of the managed tasks on this node for
+    /// `duration_ms` (at most [`crate::timeline::MAX_DURATION_MS`]), then
+    /// reply with it. Off otherwise; one recording at a time (a second
+    /// request meanwhile is refused); ends early at `max_events` records
+    /// (default [`crate::timeline::DEFAULT_MAX_EVENTS`], at most
+    /// [`crate::timeline::MAX_EVENTS`]).
+    Timeline {
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_events: Option<u32>,
+    },
 }
 
 /// First job id the agent hands out itself (`attach` without `job_id`):
@@ -129,16 +140,42 @@ impl<'de> Deserialize<'de> for Request {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Reply {
-    Launched { job_id: JobId, pid: u32 },
-    Adopted { job_id: JobId, tasks: u32 },
-    Attached { job_id: JobId, tasks: u32 },
-    Joined { job_id: JobId, tasks: u32 },
-    Released { job_id: JobId, tasks: u32 },
-    Jobs { jobs: Vec<JobInfo> },
-    Job { job: JobInfo },
+    Launched {
+        job_id: JobId,
+        pid: u32,
+    },
+    Adopted {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Attached {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Joined {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Released {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Jobs {
+        jobs: Vec<JobInfo>,
+    },
+    Job {
+        job: JobInfo,
+    },
     Done,
-    Status { status: AgentStatus },
-    Reloaded { outcome: ReloadOutcome },
+    Status {
+        status: AgentStatus,
+    },
+    Reloaded {
+        outcome: ReloadOutcome,
+    },
+    Timeline {
+        timeline: crate::timeline::NodeTimeline,
+    },
 }
 
 /// What the agent replies: a result or a human-readable error.
@@ -368,7 +405,8 @@ mod tests {
                 | Request::Forget { .. }
                 | Request::Release { .. }
                 | Request::Status
-                | Request::Reload => {}
+                | Request::Reload
+                | Request::Timeline { .. } => {}
             }
         }
         let spec: JobSpec =
@@ -419,6 +457,14 @@ mod tests {
             Request::Release { job_id: 1 },
             Request::Status,
             Request::Reload,
+            Request::Timeline {
+                duration_ms: 100,
+                max_events: None,
+            },
+            Request::Timeline {
+                duration_ms: 100,
+                max_events: Some(10),
+            },
         ];
         every.iter().for_each(covered);
         every

@@ -48,6 +48,8 @@ pub struct Daemon<K: Kernel> {
     waiters: Vec<Waiter>,
     /// The link to the coordinator, when configured.
     pub(super) coord: Option<CoordNode>,
+    /// Who gets the timeline recording in progress.
+    recording: Option<oneshot::Sender<Response>>,
 }
 
 impl<K: Kernel> Daemon<K> {
@@ -58,6 +60,24 @@ impl<K: Kernel> Daemon<K> {
             internal,
             waiters: Vec::new(),
             coord: None,
+            recording: None,
+        }
+    }
+
+    /// Takes the eBPF side's timeline records while a recording runs, and
+    /// ends it and replies once it is due (its time is up, it is full, or
+    /// its client is gone).
+    pub fn on_recording(&mut self) {
+        if self.recording.is_none() {
+            return;
+        }
+        self.engine.drain_timeline();
+        let gone = self.recording.as_ref().is_some_and(|r| r.is_closed());
+        if gone || self.engine.recording_due() {
+            let timeline = self.engine.finish_recording();
+            if let (Some(reply), Some(timeline)) = (self.recording.take(), timeline) {
+                let _ = reply.send(Response::Ok(Reply::Timeline { timeline }));
+            }
         }
     }
 
@@ -340,6 +360,16 @@ impl<K: Kernel> Daemon<K> {
             Request::Status => Response::Ok(Reply::Status {
                 status: self.engine.status(),
             }),
+            Request::Timeline {
+                duration_ms,
+                max_events,
+            } => match self.engine.start_recording(duration_ms, max_events) {
+                Ok(_) => {
+                    self.recording = Some(reply);
+                    return;
+                }
+                Err(e) => Response::Error(e.to_string()),
+            },
             Request::Reload => {
                 self.reload();
                 match self.engine.status().last_reload {

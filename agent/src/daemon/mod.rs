@@ -87,6 +87,10 @@ pub fn journal_path(cfg: &Config) -> PathBuf {
 /// older than a scrape interval would notice.
 const IDLE_POLL: Duration = Duration::from_millis(250);
 
+/// How often a recording's records are taken from the timeline ring while
+/// it runs (the ring holds 16384 records: 1.6 million switches a second).
+const RECORDING_DRAIN: Duration = Duration::from_millis(10);
+
 /// The poll interval for the engine's state now.
 fn poll_interval<K: Kernel>(d: &Daemon<K>) -> Duration {
     let configured = Duration::from_millis(d.engine.cfg().ebpf.poll_interval_ms);
@@ -208,6 +212,19 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             .engine
             .next_policy_tick()
             .map(|t| Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns())));
+        // While a recording runs, its records are taken every
+        // RECORDING_DRAIN (its ring holds far more than that many
+        // switches) and it ends at its deadline.
+        let record_deadline = d.engine.recording_deadline().map(|t| {
+            let due = Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns()));
+            due.min(Instant::now() + RECORDING_DRAIN)
+        });
+        let record_timer = async move {
+            match record_deadline {
+                Some(t) => tokio::time::sleep_until(t).await,
+                None => std::future::pending().await,
+            }
+        };
         let policy_timer = async move {
             match policy_deadline {
                 Some(t) => tokio::time::sleep_until(t).await,
@@ -230,6 +247,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
                 Wake::Ring
             }
             _ = policy_timer => Wake::PolicyTick,
+            _ = record_timer => Wake::Record,
             Some(token) = recv_opt(&mut switch_rx) => Wake::Switch(token),
             Some(event) = recv_opt(&mut link_rx) => Wake::Link(event),
             _ = tokio::time::sleep_until(next_poll) => Wake::Poll,
@@ -246,7 +264,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             Wake::Switch(token) => d.on_switch_due(token),
             Wake::Link(event) => d.on_link_event(event),
             Wake::Poll => d.poll(),
-            Wake::Ring | Wake::PolicyTick => {}
+            Wake::Ring | Wake::PolicyTick | Wake::Record => {}
         }
         // A tick already due runs now, whichever branch woke the loop: under
         // a stream of eBPF wakeups the timer branch, re-armed on every pass,
@@ -257,6 +275,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         {
             d.engine.policy_tick();
         }
+        d.on_recording();
         let want = poll_interval(&d);
         if polled || want < poll_every {
             next_poll = Instant::now() + want;
@@ -285,6 +304,7 @@ enum Wake {
     Internal(Internal),
     Ring,
     PolicyTick,
+    Record,
     Switch(u64),
     Link(crate::coord::link::LinkEvent),
     Poll,

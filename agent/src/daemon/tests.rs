@@ -161,3 +161,48 @@ fn reload_reads_the_file_and_a_bad_file_keeps_the_running_config() {
     };
     assert_eq!(status.policy, "dcs");
 }
+
+#[test]
+fn a_timeline_request_is_answered_when_its_recording_ends_and_a_second_one_meanwhile_is_refused() {
+    let mut h = harness();
+    let (tx, mut rx) = oneshot::channel();
+    h.daemon.handle(
+        Request::Timeline {
+            duration_ms: 20,
+            max_events: None,
+        },
+        tx,
+    );
+    assert!(
+        rx.try_recv().is_err(),
+        "no answer before the recording ends"
+    );
+    let Response::Error(e) = h.call(Request::Timeline {
+        duration_ms: 20,
+        max_events: None,
+    }) else {
+        panic!("two recordings at once");
+    };
+    assert!(e.contains("already running"), "{e}");
+    h.daemon.on_recording();
+    assert!(rx.try_recv().is_err(), "still recording");
+    h.daemon.engine.kernel_mut().now += 20_000_000;
+    h.daemon.on_recording();
+    let Ok(Response::Ok(Reply::Timeline { timeline })) = rx.try_recv() else {
+        panic!("no timeline");
+    };
+    assert_eq!(timeline.end_ns - timeline.start_ns, 20_000_000);
+    assert!(!h.daemon.engine.kernel().recording);
+}
+
+#[test]
+fn a_bad_timeline_request_is_refused_at_once() {
+    let mut h = harness();
+    let Response::Error(e) = h.call(Request::Timeline {
+        duration_ms: 0,
+        max_events: None,
+    }) else {
+        panic!("accepted");
+    };
+    assert!(e.contains("duration"), "{e}");
+}

@@ -25,6 +25,7 @@ impl<K: Kernel> Engine<K> {
             return;
         }
         self.gang = gang;
+        self.record_slice();
         for tid in self.reg.task_ids() {
             self.realize(tid, None);
         }

@@ -21,6 +21,7 @@ mod gang;
 mod jobs;
 pub mod plan;
 mod realise;
+mod record;
 mod reload;
 mod rt;
 mod shutdown;
@@ -39,6 +40,7 @@ use cosched_proto::{
 pub use attach::AttachRequest;
 pub use gang::Gang;
 pub use plan::level_attr;
+pub use record::RecordError;
 pub use rt::RtFrameReport;
 
 use crate::{
@@ -127,6 +129,8 @@ pub struct Engine<K: Kernel> {
     rt_readers: HashMap<u32, crate::rt_frames::FrameReader<CounterFileOf<K>>>,
     /// When the RT tick last ran.
     last_rt_tick: u64,
+    /// The timeline recording in progress (None: recording is off).
+    recording: Option<record::Recording>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -160,6 +164,7 @@ impl<K: Kernel> Engine<K> {
             classes_held_off: false,
             rt_readers: HashMap::new(),
             last_rt_tick: 0,
+            recording: None,
             driver: reload::driver_for(&policy, cfg.policy_tick_us),
             interest: WakeInterest::of(&policy),
             cpu_groups,

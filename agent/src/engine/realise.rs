@@ -14,7 +14,7 @@ use crate::{
     wakeup,
 };
 
-fn level_name(level: Level) -> &'static str {
+pub(super) fn level_name(level: Level) -> &'static str {
     match level {
         Level::Normal => "normal",
         Level::Boost { .. } => "boost",
@@ -101,6 +101,7 @@ impl<K: Kernel> Engine<K> {
     }
 
     fn count_level_change(&mut self, tid: u32, level: Level, trigger: Option<u64>) {
+        self.record_action(tid, level);
         self.metrics
             .actions
             .with_label_values(&[level_name(level)])

@@ -8,7 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineRecord};
 
 use super::{
     FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy,
@@ -55,6 +55,10 @@ pub struct FakeKernel {
     pub tracked: BTreeMap<u32, TaskStats>,
     pub cpus: BTreeMap<u32, CpuSlot>,
     pub events: VecDeque<Event>,
+    /// Whether the eBPF side records a timeline.
+    pub recording: bool,
+    /// Timeline records queued for the agent (tests push them).
+    pub timeline: VecDeque<TimelineRecord>,
     pub calls: Vec<Call>,
     /// What `now_ns` returns.
     pub now: u64,
@@ -374,6 +378,16 @@ impl Kernel for FakeKernel {
 
     fn event_fd(&self) -> Option<RawFd> {
         None
+    }
+
+    fn set_recording(&mut self, on: bool) -> io::Result<()> {
+        self.recording = on;
+        Ok(())
+    }
+
+    fn drain_timeline(&mut self, out: &mut Vec<TimelineRecord>) -> io::Result<()> {
+        out.extend(self.timeline.drain(..));
+        Ok(())
     }
 
     fn set_settings(&mut self, settings: Settings) -> io::Result<()> {

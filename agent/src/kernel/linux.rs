@@ -5,7 +5,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineRecord};
 
 use super::{
     FrameCounters, Kernel, ProcessInfo, ProgramCost, TaskControl, WaitDetectorState, counters,
@@ -370,6 +370,15 @@ impl Kernel for Linux {
 
     fn event_fd(&self) -> Option<RawFd> {
         Some(self.probes.events_fd())
+    }
+
+    fn set_recording(&mut self, on: bool) -> io::Result<()> {
+        self.probes.set_recording(on)
+    }
+
+    fn drain_timeline(&mut self, out: &mut Vec<TimelineRecord>) -> io::Result<()> {
+        self.probes.drain_timeline(out);
+        Ok(())
     }
 
     fn set_settings(&mut self, settings: Settings) -> io::Result<()> {

@@ -18,7 +18,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats};
+use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineRecord};
 
 pub use counters::{CounterFileOf, FrameCounters};
 pub use fake_counters::FakeCounters;
@@ -133,6 +133,11 @@ pub trait Kernel: TaskControl + FrameCounters {
     /// The fd that becomes readable when the eBPF programs ask for the agent
     /// (None: nothing to wait on, as in tests that drive the engine).
     fn event_fd(&self) -> Option<RawFd>;
+    /// Turns timeline recording on the eBPF side on or off (off: the
+    /// programs write no timeline record).
+    fn set_recording(&mut self, on: bool) -> io::Result<()>;
+    /// Take the timeline records queued since the last call (non-blocking).
+    fn drain_timeline(&mut self, out: &mut Vec<TimelineRecord>) -> io::Result<()>;
     /// The node-wide eBPF settings (which arrivals wake the agent).
     fn set_settings(&mut self, settings: Settings) -> io::Result<()>;
     /// Forget sockets owned by tasks that are gone.

@@ -19,6 +19,8 @@ pub struct DemoOptions {
     pub reps: usize,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
+    /// Where each column's timeline goes (None: none recorded).
+    pub timeline: Option<gang::timeline::Capture>,
 }
 
 impl DemoOptions {
@@ -34,6 +36,7 @@ impl DemoOptions {
             json: self.json.clone(),
             svg: self.svg.clone(),
             build: true,
+            timeline: self.timeline.clone(),
         }
     }
 }
@@ -86,6 +89,7 @@ mod tests {
             reps: 1,
             json: None,
             svg: None,
+            timeline: None,
         }
         .gang_options();
         assert_eq!(o.workloads, [GangWorkload::Comm]);

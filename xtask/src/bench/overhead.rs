@@ -10,7 +10,9 @@
 //! - `attached`: an agent running, the ping-pong threads not managed (every
 //!   switch runs `sched_switch`, whose map lookups miss);
 //! - `managed`: the ping-pong process adopted by the agent (lookups hit and
-//!   the per-task counters are updated on every switch).
+//!   the per-task counters are updated on every switch);
+//! - `recording`: the same while the agent records a timeline (every
+//!   switch also queues a timeline record; the agent drains them).
 //!
 //! The same three modes time the system calls the waiting detectors watch
 //! (see [`super::overhead_syscalls`]), by one thread of this process.
@@ -22,6 +24,7 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
+use cosched_proto::timeline::MAX_EVENTS;
 use serde::Serialize;
 
 use super::{
@@ -39,9 +42,14 @@ pub struct OverheadReport {
     pub baseline_ns_per_switch: f64,
     pub attached_ns_per_switch: f64,
     pub managed_ns_per_switch: f64,
+    pub recording_ns_per_switch: f64,
     /// Medians of the per-repetition differences to the baseline.
     pub added_ns_attached: f64,
     pub added_ns_managed: f64,
+    pub added_ns_recording: f64,
+    /// Median switches the recordings held (each sample has
+    /// `2 * round_trips_per_sample` of them, plus a few around it).
+    pub recorded_switches: f64,
     /// The kernel's own BPF stats: mean run time of `sched_switch` per run
     /// (includes the stats' own timing overhead).
     pub kernel_sched_switch_ns_per_run: f64,
@@ -158,6 +166,7 @@ pub fn run(
     let mut per_call: Vec<[Vec<f64>; 3]> = CALLS.iter().map(|_| Default::default()).collect();
     let (mut base, mut att, mut man, mut samples) = (vec![], vec![], vec![], vec![]);
     let (mut d_att, mut d_man) = (vec![], vec![]);
+    let (mut rec, mut d_rec, mut recorded) = (vec![], vec![], vec![]);
     let (mut runs, mut secs) = (0.0, 0.0);
     for rep in 0..repetitions {
         let b = pp.measure(round_trips)?;
@@ -182,19 +191,42 @@ pub fn run(
                 per_call[i][mode].push(v);
             }
         }
+        // Long enough for the sample at twice the managed cost.
+        let record_ms = (m * 2.0 * round_trips as f64 * 2.0 / 1e6) as u64 + 300;
+        let (rc, timeline) = std::thread::scope(|s| -> anyhow::Result<_> {
+            let recording = s.spawn(|| agent.timeline(record_ms, MAX_EVENTS));
+            std::thread::sleep(Duration::from_millis(100));
+            let rc = pp.measure(round_trips)?;
+            let timeline = recording
+                .join()
+                .map_err(|_| anyhow::anyhow!("recording thread panicked"))??;
+            Ok((rc, timeline))
+        })?;
+        recorded.push(timeline.switches.len() as f64);
+        if timeline.truncated || timeline.lost > 0 {
+            eprintln!(
+                "  rep {}: the recording was truncated or lost records ({} lost)",
+                rep + 1,
+                timeline.lost
+            );
+        }
         let (r, s) = sched_switch_cost(&agent)?;
         runs += r;
         secs += s;
         agent.stop();
         eprintln!(
-            "  rep {}: baseline {b:.0} ns, attached {a:.0} ns, managed {m:.0} ns per switch",
-            rep + 1
+            "  rep {}: baseline {b:.0} ns, attached {a:.0} ns, managed {m:.0} ns, recording {rc:.0} ns per switch ({} switches recorded)",
+            rep + 1,
+            timeline.switches.len()
         );
         samples.extend([
             ("baseline".to_string(), b),
             ("attached".to_string(), a),
             ("managed".to_string(), m),
+            ("recording".to_string(), rc),
         ]);
+        d_rec.push(rc - b);
+        rec.push(rc);
         d_att.push(a - b);
         d_man.push(m - b);
         base.push(b);
@@ -224,8 +256,11 @@ pub fn run(
         baseline_ns_per_switch: median(base),
         attached_ns_per_switch: median(att),
         managed_ns_per_switch: median(man),
+        recording_ns_per_switch: median(rec),
         added_ns_attached: median(d_att),
         added_ns_managed: median(d_man),
+        added_ns_recording: median(d_rec),
+        recorded_switches: median(recorded),
         kernel_sched_switch_ns_per_run: if runs > 0.0 {
             secs * 1e9 / runs
         } else {

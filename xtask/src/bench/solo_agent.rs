@@ -85,6 +85,25 @@ impl SoloAgent {
         }
     }
 
+    /// Records a timeline of `duration_ms` (blocks until it ends).
+    pub fn timeline(
+        &self,
+        duration_ms: u64,
+        max_events: u32,
+    ) -> anyhow::Result<cosched_proto::timeline::NodeTimeline> {
+        let reply = Client::connect(&self.socket)?.call(
+            &Request::Timeline {
+                duration_ms,
+                max_events: Some(max_events),
+            },
+            Duration::from_millis(duration_ms) + Duration::from_secs(10),
+        )?;
+        match reply {
+            Reply::Timeline { timeline } => Ok(timeline),
+            other => bail!("timeline: unexpected reply {other:?}"),
+        }
+    }
+
     /// The agent's Prometheus text.
     pub fn metrics(&self) -> anyhow::Result<String> {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))?;

@@ -212,6 +212,7 @@ impl GangArgs {
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
+            timeline: None,
         };
         if self.out.quick {
             options.quick()
@@ -292,12 +293,15 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
             );
             let r = overhead::run(&agent, repetitions, round_trips, cpu)?;
             println!(
-                "median ns per context switch: baseline {:.0}, programs attached {:.0} (+{:.0}), task managed {:.0} (+{:.0}); kernel BPF stats: sched_switch {:.0} ns per run",
+                "median ns per context switch: baseline {:.0}, programs attached {:.0} (+{:.0}), task managed {:.0} (+{:.0}), managed and recording a timeline {:.0} (+{:.0}, {:.0} switches recorded); kernel BPF stats: sched_switch {:.0} ns per run",
                 r.baseline_ns_per_switch,
                 r.attached_ns_per_switch,
                 r.added_ns_attached,
                 r.managed_ns_per_switch,
                 r.added_ns_managed,
+                r.recording_ns_per_switch,
+                r.added_ns_recording,
+                r.recorded_switches,
                 r.kernel_sched_switch_ns_per_run
             );
             println!("median ns per system call (waiting detectors; getppid is watched by none):");

@@ -8,6 +8,7 @@ use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 mod attach;
 mod lifecycle;
 mod reactions;
+mod record;
 mod rt;
 
 fn engine() -> Engine<FakeKernel> {

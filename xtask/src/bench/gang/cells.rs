@@ -43,6 +43,8 @@ pub struct Plan {
     pub duration_s: f64,
     /// The best local policy (`Mode::BestLocal`).
     pub best_local: String,
+    /// Timelines of the runs (None: none recorded).
+    pub timeline: Option<super::timeline::Capture>,
 }
 
 /// The rows, the skew of every slice of every coordinator run, and whether
@@ -94,7 +96,13 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
             let policy = mode.agent_config_policy(&plan.best_local);
             let rows = match policies::switch_all(cluster, policy) {
                 Ok(()) => cell.run(plan, &baselines, &mut m, |slots| {
-                    let r = run_once(cluster, synth, slots, plan.duration_s, &mut ids)?;
+                    let r = super::timeline::during(
+                        cluster,
+                        plan.timeline.as_ref(),
+                        &cell.label,
+                        &cell.title(),
+                        || run_once(cluster, synth, slots, plan.duration_s, &mut ids),
+                    )?;
                     Ok(Rep {
                         jobs: r.jobs,
                         agent_cpu_percent: r.agent_cpu_percent,
@@ -136,7 +144,13 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
                 };
                 let rows = match switched {
                     Ok(()) => cell.run(plan, &baselines, &mut m, |slots| {
-                        let r = coord.run_once(slots, plan.duration_s)?;
+                        let r = super::timeline::during(
+                            cluster,
+                            plan.timeline.as_ref(),
+                            &format!("{} {slice}ms", cell.label),
+                            &cell.title(),
+                            || coord.run_once(slots, plan.duration_s),
+                        )?;
                         if r.latest_start_ms > 50.0 {
                             say(
                                 "bench",
@@ -214,6 +228,12 @@ impl Cell {
             Some(ms) => format!("{} {} {ms} ms", self.workload.as_str(), self.label),
             None => format!("{} {}", self.workload.as_str(), self.label),
         }
+    }
+
+    /// The title of the cell's timeline.
+    fn title(&self) -> String {
+        let jobs: Vec<&str> = self.slots.iter().map(|s| s.label.as_str()).collect();
+        format!("{} under {}", jobs.join(" and "), self.name())
     }
 
     fn row(&self, row: Row) -> GangRow {

@@ -20,6 +20,7 @@ pub mod modes;
 pub mod rows;
 pub mod skew;
 pub mod targets;
+pub mod timeline;
 pub mod workloads;
 
 use std::{path::PathBuf, time::Duration};
@@ -70,6 +71,8 @@ pub struct GangOptions {
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
     pub build: bool,
+    /// Record a timeline of every column's run (None: none).
+    pub timeline: Option<timeline::Capture>,
 }
 
 impl Default for GangOptions {
@@ -85,6 +88,7 @@ impl Default for GangOptions {
             json: None,
             svg: None,
             build: true,
+            timeline: None,
         }
     }
 }
@@ -127,6 +131,7 @@ impl GangOptions {
             reps: self.reps,
             duration_s: self.duration_s,
             best_local: self.best_local.clone(),
+            timeline: self.timeline.clone(),
         }
     }
 }

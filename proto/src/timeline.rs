@@ -1,0 +1,144 @@
+//! A node's timeline recording, as the agent returns it for a `timeline`
+//! request: what its eBPF programs saw of the managed tasks on its CPUs
+//! (context switches, spin episodes) and what the agent itself did (level
+//! changes of its tasks, the coordinator's slices as applied on the node),
+//! over one stretch of CLOCK_MONOTONIC.
+//!
+//! Only managed tasks appear: a switch between two unmanaged tasks is never
+//! recorded, so between two switches a CPU runs the managed task switched
+//! in, or (`next_job == 0`) something that is not a managed job — another
+//! process or the idle task (`next_tid == 0` says idle at that switch).
+use serde::{Deserialize, Serialize};
+
+use crate::job::JobId;
+
+/// Longest recording an agent accepts, ms.
+pub const MAX_DURATION_MS: u64 = 60_000;
+/// Most records (switches, spin records, actions, slices) one recording
+/// keeps; the recording ends early (`truncated`) when it is reached.
+pub const MAX_EVENTS: u32 = 500_000;
+/// The event cap when the request gives none.
+pub const DEFAULT_MAX_EVENTS: u32 = 200_000;
+
+/// One node's recording.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeTimeline {
+    /// The agent's node name.
+    pub node: String,
+    /// The node's CPUs.
+    pub cpus: Vec<u32>,
+    /// CLOCK_MONOTONIC at the start and end of the recording, ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// The jobs the agent knew during the recording.
+    pub jobs: Vec<TimelineJob>,
+    pub switches: Vec<Switch>,
+    pub spins: Vec<Spin>,
+    /// The agent's level changes, and at `start_ns` the level every managed
+    /// task had then.
+    pub actions: Vec<Action>,
+    /// The coordinator's slices as the agent applied them.
+    pub slices: Vec<Slice>,
+    /// The event cap was reached: the recording ended before its time
+    /// (`end_ns` is when).
+    #[serde(default)]
+    pub truncated: bool,
+    /// Records the eBPF side could not queue (its ring buffer was full).
+    #[serde(default)]
+    pub lost: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineJob {
+    pub job_id: JobId,
+    pub name: String,
+}
+
+/// A context switch with a managed task on at least one side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Switch {
+    pub ts_ns: u64,
+    pub cpu: u32,
+    pub prev_tid: u32,
+    /// 0: not managed.
+    pub prev_job: JobId,
+    /// 0: the idle task.
+    pub next_tid: u32,
+    /// 0: not managed.
+    pub next_job: JobId,
+}
+
+/// The start or end of a managed task's spin episode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spin {
+    pub ts_ns: u64,
+    pub tid: u32,
+    pub job: JobId,
+    /// true: the episode starts; false: it ends.
+    pub start: bool,
+}
+
+/// A managed task's level as the agent realised it, from `ts_ns` on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Action {
+    pub ts_ns: u64,
+    pub tid: u32,
+    pub job: JobId,
+    /// `normal`, `boost`, `background`, `demote` or `stop`.
+    pub level: String,
+}
+
+/// A coordinator slice applied on the node at `ts_ns`: the jobs it runs
+/// (`None`: gang mode ended, every job may run).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slice {
+    pub ts_ns: u64,
+    pub active: Option<Vec<JobId>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recording_round_trips_through_json() {
+        let t = NodeTimeline {
+            node: "n0".into(),
+            cpus: vec![0],
+            start_ns: 10,
+            end_ns: 20,
+            jobs: vec![TimelineJob {
+                job_id: 1,
+                name: "a".into(),
+            }],
+            switches: vec![Switch {
+                ts_ns: 11,
+                cpu: 0,
+                prev_tid: 0,
+                prev_job: 0,
+                next_tid: 5,
+                next_job: 1,
+            }],
+            spins: vec![Spin {
+                ts_ns: 12,
+                tid: 5,
+                job: 1,
+                start: true,
+            }],
+            actions: vec![Action {
+                ts_ns: 13,
+                tid: 5,
+                job: 1,
+                level: "boost".into(),
+            }],
+            slices: vec![Slice {
+                ts_ns: 14,
+                active: Some(vec![1]),
+            }],
+            truncated: false,
+            lost: 0,
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);
+    }
+}
