@@ -177,6 +177,28 @@ impl TestCoordinator {
             .unwrap_or_else(|| panic!("no job id in {reply}")) as u32
     }
 
+    /// Submits a `nodes`-rank `cosched-synth` job of class `class` (`be`,
+    /// `rt:...`): its id, or the CLI's error.
+    pub fn try_submit_synth(
+        &self,
+        name: &str,
+        nodes: usize,
+        class: &str,
+        synth_args: &[&str],
+    ) -> Result<u32, String> {
+        let synth = crate::bin("cosched-synth").display().to_string();
+        let nodes = nodes.to_string();
+        let mut args = vec![
+            "submit", "--name", name, "--nodes", &nodes, "--class", class, "--", &synth,
+        ];
+        args.extend_from_slice(synth_args);
+        let reply = self.cli(&args)?;
+        reply["submitted"]["job"]["id"]
+            .as_u64()
+            .map(|id| id as u32)
+            .ok_or_else(|| format!("no job id in {reply}"))
+    }
+
     /// The job's view (active or recently finished).
     pub fn job(&self, id: u32) -> Value {
         self.call(&["job", &id.to_string()])["job"]["job"].clone()

@@ -15,5 +15,5 @@ pub mod readiness;
 pub mod rt_job;
 
 pub use config::{ClassesConfig, EdfKind, LocalClassMode};
-pub use overlay::{BeLevel, BeUnderRt, ClassMode, ClassOverlay, RtLevel};
+pub use overlay::{BeLevel, BeUnderRt, ClassMode, ClassOverlay, CoordinatorClasses, RtLevel};
 pub use rt_job::{RtJob, RtProcess};

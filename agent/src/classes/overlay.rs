@@ -54,6 +54,23 @@ impl ClassMode {
     }
 }
 
+/// What a coordinator's global policy asks of the class overlay
+/// (`Engine::set_coordinator_classes`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CoordinatorClasses {
+    /// Nothing: the config's `[classes] mode` runs (no coordinator, or a
+    /// policy without classes).
+    #[default]
+    Config,
+    /// Off, whatever the config says: under 1GS the slices of its rows are
+    /// the RT guarantee, and a node-local class choice would undo it.
+    Off,
+    /// 2DCS-TDM with the coordinator's ratio; its divisions follow.
+    Tdm { ratio: FairnessRatio },
+    /// 2DCS-PS with the coordinator's ratio.
+    Ps { ratio: FairnessRatio },
+}
+
 /// What BE tasks get while the RT class runs (and is not lent).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BeUnderRt {

@@ -61,6 +61,11 @@ pub struct CoordinatorConfig {
     /// to SCHED_IDLE. Default false.
     #[serde(default)]
     pub stop_inactive: bool,
+    /// How often the frame counts of the coordinator's real-time jobs
+    /// running here are sent (`FrameReport`), in ms (10..=60000); also once
+    /// when such a job ends here. Default 500.
+    #[serde(default = "default_frame_report_interval_ms")]
+    pub frame_report_interval_ms: u64,
 }
 
 fn default_heartbeat_interval_ms() -> u64 {
@@ -68,6 +73,9 @@ fn default_heartbeat_interval_ms() -> u64 {
 }
 fn default_heartbeat_timeout_ms() -> u64 {
     3000
+}
+fn default_frame_report_interval_ms() -> u64 {
+    500
 }
 fn default_reconnect_min_ms() -> u64 {
     200
@@ -108,6 +116,11 @@ impl CoordinatorConfig {
                 self.heartbeat_timeout_ms
             ));
         }
+        cosched_proto::range::check(
+            "coordinator.frame_report_interval_ms",
+            self.frame_report_interval_ms,
+            10..=60_000,
+        )?;
         if self.reconnect_min_ms == 0 || self.reconnect_max_ms < self.reconnect_min_ms {
             return Err("coordinator: need 0 < reconnect_min_ms <= reconnect_max_ms".into());
         }
@@ -166,6 +179,7 @@ mod tests {
         assert_eq!(config.heartbeat_interval_ms, 500);
         assert_eq!(config.heartbeat_timeout_ms, 3000);
         assert!(!config.stop_inactive);
+        assert_eq!(config.frame_report_interval_ms, 500);
         assert!(config.load_secret().is_ok());
     }
 
@@ -185,5 +199,11 @@ mod tests {
         assert!(parse(&format!("address = \"nohost\"\n{SECRET}")).is_err());
         let text = format!("address = \"a:1\"\n{SECRET}\nheartbeat_timeout_ms = 600");
         assert!(parse(&text).unwrap_err().contains("twice"));
+        let text = format!("address = \"a:1\"\n{SECRET}\nframe_report_interval_ms = 0");
+        assert!(
+            parse(&text)
+                .unwrap_err()
+                .contains("frame_report_interval_ms")
+        );
     }
 }

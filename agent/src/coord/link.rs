@@ -10,7 +10,8 @@ use std::{
 };
 
 use cosched_proto::wire::{
-    Heartbeat, HeartbeatReply, Message, Register, Role, SessionConfig, SharedSecret,
+    Heartbeat, HeartbeatReply, Message, ProtocolVersion, Register, Role, SessionConfig,
+    SharedSecret,
     stream::{self, StreamError},
 };
 use prometheus::IntCounterVec;
@@ -43,9 +44,9 @@ pub struct LinkConfig {
 /// What the link tells the main loop.
 #[derive(Debug)]
 pub enum LinkEvent {
-    /// Registered with the coordinator; queued messages of earlier
-    /// connections were dropped.
-    Up,
+    /// Registered with the coordinator, which speaks `protocol`; queued
+    /// messages of earlier connections were dropped.
+    Up { protocol: ProtocolVersion },
     /// The connection ended (or the coordinator went silent).
     Down { reason: String },
     /// A message for the main loop (heartbeats are handled by the link).
@@ -160,6 +161,7 @@ async fn session(
         }
         Err(_) => return Ended::NeverUp("handshake timed out".into()),
     };
+    let protocol = connection.peer.protocol;
     let (mut reader, mut writer) = (connection.reader, connection.writer);
     let ip = config
         .advertise_ip
@@ -175,7 +177,7 @@ async fn session(
         return Ended::NeverUp(format!("registering: {error}"));
     }
     while outbound.try_recv().is_ok() {}
-    if events.send(LinkEvent::Up).is_err() {
+    if events.send(LinkEvent::Up { protocol }).is_err() {
         return Ended::Established("agent shutting down".into());
     }
     tracing::info!(coordinator = %config.address, session = reader.session_id(), "joined the coordinator");

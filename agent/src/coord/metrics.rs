@@ -3,7 +3,9 @@
 //! `outcome`/`event`/`slot` by fixed sets, `job_id` by the coordinator jobs
 //! running here (series removed when a job ends).
 
-use prometheus::{CounterVec, Histogram, HistogramOpts, IntCounterVec, IntGauge, Opts, Registry};
+use prometheus::{
+    CounterVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
+};
 
 #[derive(Clone)]
 pub struct CoordMetrics {
@@ -20,6 +22,13 @@ pub struct CoordMetrics {
     pub slot_cpu: CounterVec,
     /// Link state changes (up, down).
     pub link_events: IntCounterVec,
+    /// 2DCS-TDM division switches by outcome (applied, late, stale,
+    /// refused).
+    pub division_switches: IntCounterVec,
+    /// How far from the announced instant divisions were applied.
+    pub division_lateness: Histogram,
+    /// `FrameReport`s sent.
+    pub frame_reports: IntCounter,
 }
 
 fn register<T: prometheus::core::Collector + Clone + 'static>(
@@ -96,6 +105,33 @@ impl CoordMetrics {
                         "Coordinator link changes (up: registered, down: lost).",
                     ),
                     &["event"],
+                )?,
+            )?,
+            division_switches: register(
+                registry,
+                IntCounterVec::new(
+                    Opts::new(
+                        "cosched_division_switches_total",
+                        "2DCS-TDM division switches from the coordinator, by outcome (applied, late: applied at once, stale, refused).",
+                    ),
+                    &["outcome"],
+                )?,
+            )?,
+            division_lateness: register(
+                registry,
+                Histogram::with_opts(
+                    HistogramOpts::new(
+                        "cosched_division_switch_apply_delay_seconds",
+                        "Time from a 2DCS-TDM division's announced instant to the moment this agent applied it.",
+                    )
+                    .buckets(prometheus::exponential_buckets(1e-6, 2.0, 17)?),
+                )?,
+            )?,
+            frame_reports: register(
+                registry,
+                IntCounter::new(
+                    "cosched_frame_reports_total",
+                    "FrameReports (frame counts of the coordinator's real-time jobs) sent to the coordinator.",
                 )?,
             )?,
         })

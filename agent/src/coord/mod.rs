@@ -5,9 +5,10 @@
 //! - [`link`]: the connection task (handshake, `Register`, heartbeats both
 //!   ways, reconnects), counting refused frames by reason.
 //! - [`node`]: the node's side of the protocol between link and engine.
-//! - [`switch`], [`quantum`], [`exits`], [`spec`]: its pure decisions (when
-//!   and how to apply a slice, per-quantum utilisation, exit reporting,
-//!   `LaunchJob` to job spec).
+//! - [`switch`], [`classes`], [`quantum`], [`exits`], [`spec`]: its pure
+//!   decisions (when and how to apply a slice or a division, what the BE/RT
+//!   policies ask of the class overlay, frame reports, per-quantum
+//!   utilisation, exit reporting, `LaunchJob` to job spec).
 //! - [`timer`]: the precise switch timer thread.
 //! - [`metrics`]: the link's Prometheus metrics.
 //!
@@ -15,8 +16,10 @@
 //! its inventory of running coordinator jobs as a `UtilReport` whose entries
 //! carry the quantum [`node::INVENTORY_QUANTUM`] (possibly empty); then rank
 //! exits it has not reported yet. `SetPolicy` names the global policy
-//! (`fcfs`, `gang`, `paired-gang`, `fcs`) or a local one. A `SwitchSlice`
-//! without rows ends gang mode.
+//! (`fcfs`, `gang`, `paired-gang`, `fcs`, `one-level-gang`, `2dcs-tdm`,
+//! `2dcs-ps`) or a local one; under the last three `ClassSettings` follows.
+//! A `SwitchSlice` without rows ends gang mode.
+pub mod classes;
 pub mod config;
 pub mod exits;
 pub mod link;
@@ -36,8 +39,9 @@ pub use node::{Action, CoordNode, CoordReceivers};
 use crate::{engine::Engine, kernel::Kernel};
 
 /// Carries out, in order, the node side's actions that are for the engine
-/// (gang overlay, slots, journal, switch reports) and returns the others
-/// (launches, cancels, policy changes) for the daemon.
+/// (gang overlay, slots, journal, switch reports, class overlay, divisions)
+/// and returns the others (launches, cancels, policy changes) for the
+/// daemon.
 pub fn apply_to_engine<K: Kernel>(
     node: &mut CoordNode,
     engine: &mut Engine<K>,
@@ -50,6 +54,15 @@ pub fn apply_to_engine<K: Kernel>(
             Action::SlotStarted { owner, until_ns } => engine.slot_started(owner, until_ns),
             Action::PrepareToStop => engine.prepare_to_stop(),
             Action::Switched(switch) => node.switched(engine, &switch),
+            Action::SetClasses(order) => {
+                if let Err(error) = engine.set_coordinator_classes(order) {
+                    node.refused(format!("class mode {order:?} refused: {error}"));
+                }
+            }
+            Action::DivisionStarted(division) => {
+                engine.division_started(classes::division(&division));
+                node.division_switched(&division);
+            }
             other => rest.push(other),
         }
     }

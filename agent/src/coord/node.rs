@@ -1,23 +1,26 @@
 //! The node's side of the coordinator protocol, between the link and the
-//! engine: launches and cancels for the daemon, slice switches applied at
-//! their instant, utilisation and exits reported, fallback to the local
-//! policy when the coordinator goes away.
+//! engine: launches and cancels for the daemon, slice switches and 2DCS-TDM
+//! divisions applied at their instant, the class overlay the BE/RT policies
+//! ask for, utilisation, frame counts and exits reported, fallback to the
+//! local policy when the coordinator goes away.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cosched_policy::local::PolicyKind;
+use cosched_policy::{classes::FairnessRatio, local::PolicyKind};
 use cosched_proto::{
     control::JobState,
     job::{JobId, JobSpec},
     wire::{
-        CheckProgram, ErrorReport, ExitStatus, ExpectJob, JobExited, JobUtilisation, LaunchJob,
-        Message, ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapedRank, SliceSwitched,
+        CheckProgram, ClassSettings, DivisionSwitched, ErrorReport, ExitStatus, ExpectJob,
+        JobExited, JobUtilisation, LaunchJob, Message, MessageKind, ProgramCheck, ProgramChecked,
+        ProtocolVersion, RankRef, RanksReaped, ReapedRank, SliceSwitched, SwitchDivision,
         SwitchSlice, UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{
+    classes::{announced, check_settings, class_order, frame_entries, frame_report},
     config::CoordinatorConfig,
     exits::ExitLog,
     link::{self, LinkConfig, LinkEvent, LinkHandle},
@@ -25,12 +28,13 @@ use super::{
     quantum::QuantumTracker,
     spec::job_spec,
     switch::{
-        Enforcement, Mode, PolicyCommand, SliceLength, Timing, enforcement, parse_set_policy,
-        timing,
+        ClassPolicy, Enforcement, Mode, PolicyCommand, SliceLength, Timing, enforcement,
+        parse_set_policy, timing, timing_of,
     },
     timer::SwitchTimer,
 };
 use crate::{
+    classes::CoordinatorClasses,
     config::Config,
     daemon::monotonic_ns,
     engine::{Engine, Gang},
@@ -63,12 +67,25 @@ pub enum Action {
     /// A switch was enforced (the actions before this one): report it with
     /// [`CoordNode::switched`].
     Switched(Box<SwitchSlice>),
+    /// The class overlay the coordinator's policy asks for (then, if the
+    /// engine refuses it, [`CoordNode::refused`]).
+    SetClasses(CoordinatorClasses),
+    /// A 2DCS-TDM division starts now: tell the engine, then report it
+    /// with [`CoordNode::division_switched`].
+    DivisionStarted(SwitchDivision),
     /// Find the program a submission would run here (then answer with
     /// [`CoordNode::program_checked`]).
     CheckProgram(CheckProgram),
     /// Kill whatever is left of these ranks the coordinator gave up, known
     /// to this agent or not (then answer with [`CoordNode::ranks_reaped`]).
     Reap(Vec<RankRef>),
+}
+
+/// A switch waiting for its instant on the timer.
+#[derive(Debug, Clone)]
+enum Due {
+    Slice(SwitchSlice),
+    Division(SwitchDivision),
 }
 
 /// The receivers the daemon's main loop selects on.
@@ -88,9 +105,19 @@ pub struct CoordNode {
     /// Coordinator jobs launched here whose end was not reported yet.
     jobs: BTreeMap<JobId, u32>,
     exits: ExitLog,
-    pending: BTreeMap<u64, SwitchSlice>,
+    pending: BTreeMap<u64, Due>,
     next_token: u64,
     last_applied: Option<(u64, u64)>,
+    /// The protocol the coordinator speaks (None: not connected).
+    peer: Option<ProtocolVersion>,
+    /// What the global policy asks of the class overlay.
+    class_policy: ClassPolicy,
+    /// The ratio of the last `ClassSettings` of this connection.
+    ratio: Option<FairnessRatio>,
+    /// The last (epoch, division) applied.
+    last_division: Option<(u64, u64)>,
+    /// When the next periodic `FrameReport` is due.
+    next_frame_report_ns: u64,
     slice_length: SliceLength,
     quanta: QuantumTracker,
     node_cpus: usize,
@@ -163,6 +190,11 @@ impl CoordNode {
             pending: BTreeMap::new(),
             next_token: 0,
             last_applied: None,
+            peer: None,
+            class_policy: ClassPolicy::default(),
+            ratio: None,
+            last_division: None,
+            next_frame_report_ns: 0,
             slice_length: SliceLength::default(),
             quanta: QuantumTracker::default(),
             node_cpus: node_cpus.max(1),
@@ -174,9 +206,10 @@ impl CoordNode {
         self.local_override
     }
 
-    /// Whether slices are enforced (the agent then runs at its priority).
+    /// Whether slices or divisions are enforced (the agent then runs at
+    /// its priority).
     pub fn gang_active(&self) -> bool {
-        self.connected && self.mode != Mode::Fcfs
+        self.connected && self.mode.enforces_switches()
     }
 
     pub fn on_link_event<K: Kernel>(
@@ -185,14 +218,15 @@ impl CoordNode {
         event: LinkEvent,
     ) -> Vec<Action> {
         match event {
-            LinkEvent::Up => self.joined(engine),
+            LinkEvent::Up { protocol } => self.joined(engine, protocol),
             LinkEvent::Down { .. } => self.left(),
             LinkEvent::Message(message) => self.on_message(engine, message),
         }
     }
 
-    fn joined<K: Kernel>(&mut self, engine: &Engine<K>) -> Vec<Action> {
+    fn joined<K: Kernel>(&mut self, engine: &Engine<K>, protocol: ProtocolVersion) -> Vec<Action> {
         self.connected = true;
+        self.peer = Some(protocol);
         self.metrics.connected.set(1);
         self.metrics.link_events.with_label_values(&["up"]).inc();
         for exit in self.exits.to_resend(monotonic_ns()) {
@@ -217,24 +251,37 @@ impl CoordNode {
     /// configured) runs alone until it comes back.
     fn left(&mut self) -> Vec<Action> {
         self.connected = false;
+        self.peer = None;
         self.metrics.connected.set(0);
         self.metrics.link_events.with_label_values(&["down"]).inc();
         self.pending.clear();
         self.last_applied = None;
+        self.last_division = None;
         self.quanta.reset();
         self.mode = Mode::default();
         self.local_override = None;
+        self.class_policy = ClassPolicy::default();
+        self.ratio = None;
         self.metrics.gang_mode.set(0);
-        vec![Action::SetGang(None), Action::PolicyChanged]
+        vec![
+            Action::SetGang(None),
+            Action::SetClasses(CoordinatorClasses::Config),
+            Action::PolicyChanged,
+        ]
     }
 
     fn on_message<K: Kernel>(&mut self, engine: &Engine<K>, message: Message) -> Vec<Action> {
         match message {
             Message::SetPolicy(set) => match parse_set_policy(&set.policy) {
-                Ok(PolicyCommand::Global { mode, local }) => {
+                Ok(PolicyCommand::Global {
+                    mode,
+                    local,
+                    classes,
+                }) => {
                     tracing::info!(policy = %set.policy, "coordinator policy");
                     self.mode = mode;
                     self.local_override = local;
+                    let mut actions = Vec::new();
                     // Only gang mode's switches replace (or end) the
                     // overlay: under any other mode the last gang slice
                     // would otherwise hold new jobs out (stopped, in strict
@@ -243,9 +290,14 @@ impl CoordNode {
                     // ended and new jobs arrive before the next slice.
                     if mode != Mode::Gang {
                         self.metrics.gang_mode.set(0);
-                        return vec![Action::SetGang(None), Action::PolicyChanged];
+                        actions.push(Action::SetGang(None));
                     }
-                    vec![Action::PolicyChanged]
+                    if classes != self.class_policy {
+                        self.class_policy = classes;
+                        actions.extend(class_order(classes, self.ratio).map(Action::SetClasses));
+                    }
+                    actions.push(Action::PolicyChanged);
+                    actions
                 }
                 Ok(PolicyCommand::Local(kind)) => {
                     self.local_override = Some(kind);
@@ -276,6 +328,8 @@ impl CoordNode {
                 }
             }
             Message::SwitchSlice(switch) => self.on_switch(switch),
+            Message::ClassSettings(settings) => self.on_class_settings(&settings),
+            Message::SwitchDivision(division) => self.on_division(division),
             Message::CheckProgram(check) => vec![Action::CheckProgram(check)],
             Message::ReapRanks(reap) => self.on_reap(engine, reap.ranks),
             Message::Error(report) => {
@@ -371,8 +425,17 @@ impl CoordNode {
         self.link.send(RanksReaped { ranks });
     }
 
-    /// Jobs the engine found finished: report the coordinator's.
+    /// Jobs the engine found finished: report the coordinator's (an RT
+    /// job's last frame counts first, so they reach the coordinator before
+    /// it retires the job).
     pub fn jobs_finished<K: Kernel>(&mut self, engine: &Engine<K>, finished: &[JobId]) {
+        let ended: BTreeMap<JobId, u32> = finished
+            .iter()
+            .filter_map(|job| Some((*job, *self.jobs.get(job)?)))
+            .collect();
+        if !ended.is_empty() {
+            self.send_frames(engine, &ended);
+        }
         for &job in finished {
             let Some(rank) = self.jobs.remove(&job) else {
                 continue;
@@ -419,7 +482,7 @@ impl CoordNode {
             Timing::At(at) => {
                 let token = self.next_token;
                 self.next_token += 1;
-                self.pending.insert(token, switch);
+                self.pending.insert(token, Due::Slice(switch));
                 self.timer.arm(at, token);
             }
             Timing::Now { late_ns } => {
@@ -458,8 +521,162 @@ impl CoordNode {
     /// The timer fired `token`: apply its switch now.
     pub fn on_switch_due(&mut self, token: u64) -> Vec<Action> {
         match self.pending.remove(&token) {
-            Some(switch) => self.apply(switch),
+            Some(Due::Slice(switch)) => self.apply(switch),
+            Some(Due::Division(division)) => self.apply_division(division),
             None => Vec::new(),
+        }
+    }
+
+    /// Reports a refusal to the coordinator (and the log).
+    pub fn refused(&self, reason: String) {
+        tracing::warn!(%reason, "refusing the coordinator's order");
+        self.link.send(ErrorReport { reason });
+    }
+
+    /// `ClassSettings`: the ratio (and Δ) of the BE/RT policies. Settings
+    /// that cannot be used are refused and change nothing.
+    fn on_class_settings(&mut self, settings: &ClassSettings) -> Vec<Action> {
+        let ratio = match check_settings(settings) {
+            Ok(ratio) => ratio,
+            Err(why) => {
+                self.refused(format!(
+                    "class settings refused: {why}; the running ones stay"
+                ));
+                return Vec::new();
+            }
+        };
+        if self.ratio == Some(ratio) {
+            return Vec::new();
+        }
+        self.ratio = Some(ratio);
+        match self.class_policy {
+            ClassPolicy::Tdm | ClassPolicy::Ps => class_order(self.class_policy, self.ratio)
+                .map(Action::SetClasses)
+                .into_iter()
+                .collect(),
+            // Kept for a later switch to a 2DCS policy.
+            ClassPolicy::Config | ClassPolicy::Off => Vec::new(),
+        }
+    }
+
+    /// `SwitchDivision` (2DCS-TDM): applied at its instant like a strict
+    /// slice; refused under any other policy.
+    fn on_division(&mut self, division: SwitchDivision) -> Vec<Action> {
+        if self.mode != Mode::Tdm {
+            self.metrics
+                .division_switches
+                .with_label_values(&["refused"])
+                .inc();
+            self.refused(format!(
+                "division {} of epoch {} refused: this node does not run 2dcs-tdm",
+                division.division, division.epoch
+            ));
+            return Vec::new();
+        }
+        let now = monotonic_ns();
+        match timing_of(announced(&division), now, self.last_division) {
+            Timing::At(at) => {
+                let token = self.next_token;
+                self.next_token += 1;
+                self.pending.insert(token, Due::Division(division));
+                self.timer.arm(at, token);
+                Vec::new()
+            }
+            Timing::Now { late_ns } | Timing::Skip { late_ns } => {
+                tracing::debug!(
+                    late_ns,
+                    division = division.division,
+                    "division arrived late; applying now"
+                );
+                self.metrics
+                    .division_switches
+                    .with_label_values(&["late"])
+                    .inc();
+                self.apply_division(division)
+            }
+            Timing::Stale => {
+                self.metrics
+                    .division_switches
+                    .with_label_values(&["stale"])
+                    .inc();
+                Vec::new()
+            }
+            Timing::TooFar { ahead_ns } => {
+                self.metrics
+                    .division_switches
+                    .with_label_values(&["refused"])
+                    .inc();
+                self.refused(format!(
+                    "division {} announced {ahead_ns} ns ahead; refused",
+                    division.division
+                ));
+                Vec::new()
+            }
+        }
+    }
+
+    /// The division's instant came: it starts, unless a newer one was
+    /// applied or the policy changed meanwhile.
+    fn apply_division(&mut self, division: SwitchDivision) -> Vec<Action> {
+        let stale = self
+            .last_division
+            .is_some_and(|(epoch, number)| epoch == division.epoch && division.division <= number);
+        if stale || self.mode != Mode::Tdm {
+            self.metrics
+                .division_switches
+                .with_label_values(&["stale"])
+                .inc();
+            return Vec::new();
+        }
+        self.last_division = Some((division.epoch, division.division));
+        vec![Action::DivisionStarted(division)]
+    }
+
+    /// The engine started `division`: reports the instant it took effect.
+    pub fn division_switched(&mut self, division: &SwitchDivision) {
+        let switched_at_ns = monotonic_ns();
+        self.metrics
+            .division_switches
+            .with_label_values(&["applied"])
+            .inc();
+        self.metrics
+            .division_lateness
+            .observe(switched_at_ns.saturating_sub(division.apply_at_ns) as f64 / 1e9);
+        self.link.send(DivisionSwitched {
+            epoch: division.epoch,
+            division: division.division,
+            switched_at_ns,
+        });
+    }
+
+    /// Sends the frame counts of the coordinator's RT jobs running here
+    /// when the periodic report is due (called from the daemon's poll).
+    pub fn report_frames<K: Kernel>(&mut self, engine: &Engine<K>, now_ns: u64) {
+        if now_ns < self.next_frame_report_ns {
+            return;
+        }
+        self.next_frame_report_ns =
+            now_ns.saturating_add(self.config.frame_report_interval_ms * 1_000_000);
+        let jobs = self.jobs.clone();
+        self.send_frames(engine, &jobs);
+    }
+
+    /// A `FrameReport` of `jobs` (those of them that are RT), if the
+    /// coordinator is there and knows the message.
+    fn send_frames<K: Kernel>(&mut self, engine: &Engine<K>, jobs: &BTreeMap<JobId, u32>) {
+        if !self
+            .peer
+            .is_some_and(|peer| MessageKind::FrameReport.known_to(peer))
+        {
+            return;
+        }
+        let (entries, broken) = frame_entries(&engine.rt_frame_reports(), jobs);
+        if !broken.is_empty() {
+            tracing::warn!(?broken, "frame counts left out of the report: inconsistent");
+        }
+        if let Some(report) = frame_report(entries) {
+            self.metrics.frame_reports.inc();
+            self.link.send(report);
         }
     }
 

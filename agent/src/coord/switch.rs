@@ -16,42 +16,83 @@ pub const MAX_LEAD_NS: u64 = 10_000_000_000;
 /// real one (a too long `until` is harmless: the next slot replaces it).
 pub const DEFAULT_SLOT_NS: u64 = 1_000_000_000;
 
-/// How this node enforces the coordinator's slices, from `SetPolicy`.
+/// How this node enforces the coordinator's slices and divisions, from
+/// `SetPolicy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// Space sharing: nothing to enforce; slices only pace utilisation
     /// reports.
     Fcfs,
-    /// Gang and paired gang: the slice's jobs run, the others are demoted
-    /// (or stopped).
+    /// Gang, paired gang and one-level gang (1GS): the slice's jobs run,
+    /// the others are demoted (or stopped).
     #[default]
     Gang,
     /// Flexible coscheduling: the local FCS policy learns the slot owner and
     /// schedules by class; no overlay.
     Fcs,
+    /// 2DCS-TDM: no slices; the coordinator's `SwitchDivision`s say which
+    /// class owns the node, applied at their instant.
+    Tdm,
+    /// 2DCS-PS: no slices, no divisions; the node shares its CPUs between
+    /// the classes itself.
+    Ps,
+}
+
+impl Mode {
+    /// Whether the coordinator's switches (slices or divisions) are
+    /// enforced on time (the agent then runs at its priority).
+    pub fn enforces_switches(self) -> bool {
+        matches!(self, Mode::Gang | Mode::Fcs | Mode::Tdm)
+    }
+}
+
+/// What a global policy asks of the class overlay, before the ratio of
+/// `ClassSettings` is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClassPolicy {
+    /// Policies without classes: the config's `[classes] mode`.
+    #[default]
+    Config,
+    /// 1GS: off (its rows are the guarantee).
+    Off,
+    /// 2DCS-TDM.
+    Tdm,
+    /// 2DCS-PS.
+    Ps,
 }
 
 /// A `SetPolicy` from the coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PolicyCommand {
-    /// A global policy: how to enforce slices, and the local policy to run
-    /// meanwhile (`None`: the config's).
+    /// A global policy: how to enforce slices, the local policy to run
+    /// meanwhile (`None`: the config's), and the class overlay.
     Global {
         mode: Mode,
         local: Option<PolicyKind>,
+        classes: ClassPolicy,
     },
     /// A local policy by its config name, to run while connected.
     Local(PolicyKind),
 }
 
 /// Reads `SetPolicy.policy`: a global policy name (`fcfs`, `gang`,
-/// `paired-gang`, `fcs`) or a local one (`pb-sb`, ...).
+/// `paired-gang`, `fcs`, `one-level-gang`, `2dcs-tdm`, `2dcs-ps`) or a
+/// local one (`pb-sb`, ...).
 pub fn parse_set_policy(name: &str) -> Result<PolicyCommand, String> {
-    let global = |mode, local| Ok(PolicyCommand::Global { mode, local });
+    let global = |mode, local, classes| {
+        Ok(PolicyCommand::Global {
+            mode,
+            local,
+            classes,
+        })
+    };
     match name {
-        "fcfs" => global(Mode::Fcfs, None),
-        "gang" | "paired-gang" => global(Mode::Gang, None),
-        "fcs" => global(Mode::Fcs, Some(PolicyKind::Fcs)),
+        "fcfs" => global(Mode::Fcfs, None, ClassPolicy::Config),
+        "gang" | "paired-gang" => global(Mode::Gang, None, ClassPolicy::Config),
+        "fcs" => global(Mode::Fcs, Some(PolicyKind::Fcs), ClassPolicy::Config),
+        "one-level-gang" => global(Mode::Gang, None, ClassPolicy::Off),
+        "2dcs-tdm" => global(Mode::Tdm, None, ClassPolicy::Tdm),
+        "2dcs-ps" => global(Mode::Ps, None, ClassPolicy::Ps),
         other => other
             .parse::<PolicyKind>()
             .map(PolicyCommand::Local)
@@ -77,9 +118,35 @@ pub enum Timing {
 /// Decides when to apply `switch`, received at `now_ns`, given the last
 /// (epoch, slice) applied.
 pub fn timing(switch: &SwitchSlice, now_ns: u64, last: Option<(u64, u64)>) -> Timing {
-    if let Some((epoch, slice)) = last
+    timing_of(
+        Announced {
+            epoch: switch.epoch,
+            number: switch.slice,
+            apply_at_ns: switch.apply_at_ns,
+            strict: switch.strict,
+        },
+        now_ns,
+        last,
+    )
+}
+
+/// A switch (slice or division) as [`timing_of`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Announced {
+    pub epoch: u64,
+    /// The slice or division number within the epoch.
+    pub number: u64,
+    pub apply_at_ns: u64,
+    /// A late strict switch applies at once; a late hint is skipped.
+    pub strict: bool,
+}
+
+/// Decides when to apply a switch announced as `switch`, received at
+/// `now_ns`, given the last (epoch, number) applied of its kind.
+pub fn timing_of(switch: Announced, now_ns: u64, last: Option<(u64, u64)>) -> Timing {
+    if let Some((epoch, number)) = last
         && epoch == switch.epoch
-        && switch.slice <= slice
+        && switch.number <= number
     {
         return Timing::Stale;
     }
@@ -124,7 +191,7 @@ pub fn enforcement(
         return Enforcement::LeaveGang;
     }
     match mode {
-        Mode::Fcfs => Enforcement::Nothing,
+        Mode::Fcfs | Mode::Tdm | Mode::Ps => Enforcement::Nothing,
         Mode::Gang => Enforcement::Gang(Gang {
             active: switch.active_jobs.iter().copied().collect::<HashSet<_>>(),
             strict: stop_inactive,
@@ -181,14 +248,16 @@ mod tests {
             parse_set_policy("paired-gang"),
             Ok(PolicyCommand::Global {
                 mode: Mode::Gang,
-                local: None
+                local: None,
+                classes: ClassPolicy::Config,
             })
         );
         assert_eq!(
             parse_set_policy("fcs"),
             Ok(PolicyCommand::Global {
                 mode: Mode::Fcs,
-                local: Some(PolicyKind::Fcs)
+                local: Some(PolicyKind::Fcs),
+                classes: ClassPolicy::Config,
             })
         );
         assert_eq!(
@@ -196,6 +265,29 @@ mod tests {
             Ok(PolicyCommand::Local(PolicyKind::PbSb))
         );
         assert!(parse_set_policy("lottery").unwrap_err().contains("lottery"));
+    }
+
+    #[test]
+    fn the_policies_with_classes_name_their_enforcement_and_class_overlay() {
+        let global = |name| match parse_set_policy(name) {
+            Ok(PolicyCommand::Global {
+                mode,
+                local: None,
+                classes,
+            }) => (mode, classes),
+            other => panic!("{name}: {other:?}"),
+        };
+        assert_eq!(
+            global("one-level-gang"),
+            (Mode::Gang, ClassPolicy::Off),
+            "1GS runs its rows as gang slices, without a node-local class choice"
+        );
+        assert_eq!(global("2dcs-tdm"), (Mode::Tdm, ClassPolicy::Tdm));
+        assert_eq!(global("2dcs-ps"), (Mode::Ps, ClassPolicy::Ps));
+        assert_eq!(global("gang"), (Mode::Gang, ClassPolicy::Config));
+        assert!(Mode::Tdm.enforces_switches(), "divisions switch on time");
+        assert!(!Mode::Ps.enforces_switches() && !Mode::Fcfs.enforces_switches());
+        assert!(parse_set_policy("2dcs").unwrap_err().contains("2dcs"));
     }
 
     #[test]
@@ -244,6 +336,7 @@ mod tests {
             }
         );
         assert_eq!(enforcement(Mode::Fcfs, &s, false, 50), Enforcement::Nothing);
+        assert_eq!(enforcement(Mode::Tdm, &s, false, 50), Enforcement::Nothing);
     }
 
     #[test]

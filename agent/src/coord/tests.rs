@@ -3,8 +3,10 @@
 
 use std::collections::HashSet;
 
+use cosched_policy::classes::FairnessRatio;
 use cosched_proto::wire::{
-    CancelJob, ExitStatus, JobClass, JobExited, LaunchJob, Message, SetPolicy, SwitchSlice,
+    CancelJob, ClassSettings, DivisionClass, ExitStatus, JobClass, JobExited, LaunchJob, Message,
+    ProtocolVersion, SetPolicy, SwitchDivision, SwitchSlice,
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -16,10 +18,11 @@ use super::{
     timer::SwitchTimer,
 };
 use crate::{
+    classes::ClassMode,
     config::Config,
     daemon::monotonic_ns,
     engine::Engine,
-    kernel::{SchedAttr, fake::FakeKernel},
+    kernel::{SchedAttr, fake::FakeKernel, fake_counters::record},
     restore::RestoreLedger,
 };
 
@@ -27,11 +30,25 @@ struct Harness {
     engine: Engine<FakeKernel>,
     node: CoordNode,
     sent: UnboundedReceiver<Message>,
-    _fired: UnboundedReceiver<u64>,
+    fired: UnboundedReceiver<u64>,
 }
 
+/// The link up with a coordinator of this build's protocol.
+const UP: LinkEvent = LinkEvent::Up {
+    protocol: ProtocolVersion::CURRENT,
+};
+
 fn harness() -> Harness {
-    let config = Config::parse("node = \"n0\"\ncpus = [0]", "test").unwrap();
+    harness_with("")
+}
+
+/// A harness whose agent config has `extra` (e.g. a `[classes]` table).
+fn harness_with(extra: &str) -> Harness {
+    let config = Config::parse(
+        &format!("node = \"n0\"\ncpus = [0]\nstate_dir = \"/st\"\n{extra}"),
+        "test",
+    )
+    .unwrap();
     let engine = Engine::new(
         FakeKernel::default(),
         config,
@@ -51,7 +68,7 @@ fn harness() -> Harness {
         engine,
         node: CoordNode::new(&coordinator, link, timer, metrics, 1),
         sent,
-        _fired: fired,
+        fired,
     }
 }
 
@@ -79,6 +96,51 @@ impl Harness {
         self.engine.reserve_job(job, "job", 0, None).unwrap();
         self.engine.manage_process(job, pid).unwrap();
         self.node.launched(job, 0, Ok(()));
+    }
+
+    /// A coordinator RT job (class `class`, its counter directory made as
+    /// the daemon's launch makes it) whose rank runs as process `pid`.
+    fn running_rt_job(&mut self, job: u32, pid: u32, class: &str) -> std::path::PathBuf {
+        self.engine.kernel_mut().spawn(pid, SchedAttr::other(0));
+        self.engine.reserve_job(job, "rt", 0, None).unwrap();
+        let class = cosched_proto::class::parse_class(class).unwrap();
+        let dir = self
+            .engine
+            .set_job_class(job, &class, true)
+            .unwrap()
+            .expect("a launched RT job has a counter directory");
+        self.engine.manage_process(job, pid).unwrap();
+        self.node.launched(job, 0, Ok(()));
+        dir
+    }
+
+    /// A global policy and, for the BE/RT ones, its class settings, as the
+    /// coordinator sends them.
+    fn policy(&mut self, name: &str, settings: Option<ClassSettings>) {
+        self.message(SetPolicy {
+            policy: name.into(),
+        });
+        if let Some(settings) = settings {
+            self.message(settings);
+        }
+    }
+
+    /// Waits for the switch timer, then applies what it fired.
+    fn fire_timer(&mut self) -> Vec<Action> {
+        let token = self.fired.blocking_recv().expect("the timer fires");
+        let actions = self.node.on_switch_due(token);
+        super::apply_to_engine(&mut self.node, &mut self.engine, actions)
+    }
+
+    /// The error reports sent since the last drain.
+    fn errors(&mut self) -> Vec<String> {
+        self.drain()
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::Error(report) => Some(report.reason),
+                _ => None,
+            })
+            .collect()
     }
 
     /// A strict switch already due, so it is applied at once.
@@ -115,7 +177,7 @@ fn launch(job: u32) -> LaunchJob {
 fn joining_reports_the_running_coordinator_jobs_as_inventory() {
     let mut h = harness();
     h.running_job(7, 100);
-    assert_eq!(h.event(LinkEvent::Up), vec![Action::PolicyChanged]);
+    assert_eq!(h.event(UP), vec![Action::PolicyChanged]);
     let sent = h.drain();
     let Some(Message::UtilReport(inventory)) = sent.last() else {
         panic!("no inventory: {sent:?}");
@@ -130,7 +192,7 @@ fn a_due_switch_runs_only_the_slice_jobs_and_reports_the_instant() {
     let mut h = harness();
     h.running_job(7, 100);
     h.running_job(8, 200);
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.drain();
     h.switch_now(1, &[7]);
     let gang = h.engine.gang().expect("gang mode");
@@ -157,7 +219,7 @@ fn a_due_switch_runs_only_the_slice_jobs_and_reports_the_instant() {
 #[test]
 fn losing_the_coordinator_leaves_gang_mode_and_its_policy() {
     let mut h = harness();
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.message(SetPolicy {
         policy: "fcs".into(),
     });
@@ -185,7 +247,7 @@ fn leaving_gang_for_fcs_or_fcfs_ends_the_overlay_at_once() {
     for next in ["fcs", "fcfs"] {
         let mut h = harness();
         h.running_job(7, 100);
-        h.event(LinkEvent::Up);
+        h.event(UP);
         h.message(SetPolicy {
             policy: "paired-gang".into(),
         });
@@ -203,7 +265,7 @@ fn leaving_gang_for_fcs_or_fcfs_ends_the_overlay_at_once() {
     // replaces it.
     let mut h = harness();
     h.running_job(7, 100);
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.switch_now(1, &[7]);
     h.message(SetPolicy {
         policy: "paired-gang".into(),
@@ -214,7 +276,7 @@ fn leaving_gang_for_fcs_or_fcfs_ends_the_overlay_at_once() {
 #[test]
 fn launches_become_daemon_actions_and_failures_exits() {
     let mut h = harness();
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.drain();
     let actions = h.message(launch(9));
     assert!(matches!(&actions[..], [Action::Launch(spec)] if spec.job_id == 9));
@@ -246,7 +308,7 @@ fn exits_while_the_coordinator_is_away_are_reported_on_rejoin() {
     let mut h = harness();
     h.node.launched(11, 1, Err("gone".into()));
     assert!(h.drain().is_empty(), "nothing is sent while disconnected");
-    h.event(LinkEvent::Up);
+    h.event(UP);
     let sent = h.drain();
     assert!(matches!(&sent[0], Message::JobExited(exit) if exit.job_id == 11 && exit.rank == 1));
 }
@@ -254,7 +316,7 @@ fn exits_while_the_coordinator_is_away_are_reported_on_rejoin() {
 #[test]
 fn unknown_policies_and_unexpected_messages_are_refused() {
     let mut h = harness();
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.drain();
     assert!(
         h.message(SetPolicy {
@@ -286,7 +348,7 @@ fn program_checks_and_reap_orders_go_to_the_daemon_and_their_answers_back() {
         CheckProgram, ProgramCheck, ProgramChecked, RankRef, RanksReaped, ReapRanks, ReapedRank,
     };
     let mut h = harness();
-    h.event(LinkEvent::Up);
+    h.event(UP);
     h.drain();
     let check = CheckProgram {
         check_id: 4,
@@ -355,4 +417,269 @@ fn program_checks_and_reap_orders_go_to_the_daemon_and_their_answers_back() {
         h.drain(),
         vec![Message::RanksReaped(RanksReaped { ranks: reaped })]
     );
+}
+
+const MS: u64 = 1_000_000;
+
+fn settings(rt: u32, be: u32) -> Option<ClassSettings> {
+    Some(ClassSettings {
+        ratio_rt: rt,
+        ratio_be: be,
+        tdm_period_ns: 150 * MS,
+    })
+}
+
+fn division(number: u64, class: DivisionClass, apply_at_ns: u64) -> SwitchDivision {
+    SwitchDivision {
+        epoch: 4,
+        division: number,
+        class,
+        apply_at_ns,
+        ends_at_ns: apply_at_ns + 50 * MS,
+    }
+}
+
+fn tdm_ratio(h: &Harness) -> Option<FairnessRatio> {
+    match h.engine.class_mode() {
+        Some(ClassMode::Tdm { ratio, .. }) => Some(ratio),
+        _ => None,
+    }
+}
+
+#[test]
+fn the_2dcs_tdm_policy_starts_tdm_with_the_coordinators_ratio_and_leaving_it_ends_it() {
+    let mut h = harness();
+    h.event(UP);
+    h.message(SetPolicy {
+        policy: "2dcs-tdm".into(),
+    });
+    assert_eq!(h.engine.class_mode(), None, "waits for the ratio");
+    assert!(h.node.gang_active(), "divisions are switched on time");
+    h.message(settings(3, 1).unwrap());
+    assert_eq!(tdm_ratio(&h), Some(FairnessRatio::new(3, 1).unwrap()));
+    assert!(h.engine.status().classes.starts_with("tdm 3:1"));
+    // New settings change the ratio and keep the mode.
+    h.message(settings(1, 1).unwrap());
+    assert_eq!(tdm_ratio(&h), Some(FairnessRatio::new(1, 1).unwrap()));
+    h.policy("gang", None);
+    assert_eq!(h.engine.class_mode(), None, "back to the config's: off");
+    assert!(h.errors().is_empty());
+}
+
+#[test]
+fn the_2dcs_ps_policy_shares_the_node_by_the_coordinators_ratio_with_the_configs_sleeper_credit() {
+    let mut h = harness_with("[classes]\nps_sleeper_credit_us = 250");
+    h.event(UP);
+    h.policy("2dcs-ps", settings(2, 1));
+    let Some(ClassMode::Ps { params, rt_band }) = h.engine.class_mode() else {
+        panic!("{:?}", h.engine.class_mode());
+    };
+    assert_eq!(params.ratio, FairnessRatio::new(2, 1).unwrap());
+    assert_eq!(params.sleeper_credit, 250_000);
+    assert_eq!(rt_band, None, "the config's band");
+    assert!(!h.node.gang_active(), "nothing is broadcast under 2DCS-PS");
+}
+
+#[test]
+fn one_level_gang_runs_its_rows_as_gang_slices_and_holds_a_local_ps_mode_off() {
+    let mut h = harness_with("[classes]\nmode = \"ps\"");
+    assert!(matches!(h.engine.class_mode(), Some(ClassMode::Ps { .. })));
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.policy("one-level-gang", settings(2, 1));
+    assert_eq!(
+        h.engine.class_mode(),
+        None,
+        "1GS: rows, not a node's choice"
+    );
+    h.switch_now(1, &[7]);
+    assert_eq!(h.engine.gang().unwrap().active, HashSet::from([7]));
+    assert_eq!(h.node.metrics.gang_mode.get(), 1);
+    // Losing the coordinator gives the config its mode back.
+    h.event(LinkEvent::Down {
+        reason: "gone".into(),
+    });
+    assert!(matches!(h.engine.class_mode(), Some(ClassMode::Ps { .. })));
+    assert!(h.engine.gang().is_none());
+}
+
+#[test]
+fn a_due_division_starts_in_the_engine_and_its_instant_is_reported() {
+    let mut h = harness();
+    h.running_rt_job(7, 100, "rt:10000000:2:1000000");
+    h.event(UP);
+    h.policy("2dcs-tdm", settings(2, 1));
+    h.drain();
+    let now = monotonic_ns();
+    h.message(division(3, DivisionClass::BestEffort, now - MS));
+    assert!(
+        h.engine
+            .status()
+            .classes
+            .starts_with("tdm 2:1 (be division)"),
+        "{}",
+        h.engine.status().classes
+    );
+    let sent = h.drain();
+    let [Message::DivisionSwitched(switched)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert_eq!((switched.epoch, switched.division), (4, 3));
+    assert!(switched.switched_at_ns >= now - MS);
+    let outcome = |h: &Harness, label: &str| {
+        h.node
+            .metrics
+            .division_switches
+            .with_label_values(&[label])
+            .get()
+    };
+    assert_eq!((outcome(&h, "late"), outcome(&h, "applied")), (1, 1));
+    // A replayed division is stale: nothing changes, nothing is sent.
+    h.message(division(2, DivisionClass::RealTime, now));
+    assert!(h.engine.status().classes.contains("be division"));
+    assert!(h.drain().is_empty());
+    assert_eq!(outcome(&h, "stale"), 1);
+    // The next one waits for its instant on the timer.
+    h.message(division(
+        4,
+        DivisionClass::RealTime,
+        monotonic_ns() + 2 * MS,
+    ));
+    assert!(h.engine.status().classes.contains("be division"), "not yet");
+    h.fire_timer();
+    assert!(h.engine.status().classes.contains("rt division"));
+    assert!(matches!(
+        &h.drain()[..],
+        [Message::DivisionSwitched(s)] if s.division == 4
+    ));
+}
+
+#[test]
+fn divisions_outside_2dcs_tdm_and_unusable_settings_are_refused_and_change_nothing() {
+    let mut h = harness();
+    h.event(UP);
+    h.policy("gang", None);
+    h.drain();
+    h.message(division(1, DivisionClass::BestEffort, monotonic_ns()));
+    let errors = h.errors();
+    assert!(
+        matches!(&errors[..], [e] if e.contains("does not run 2dcs-tdm")),
+        "{errors:?}"
+    );
+    assert_eq!(h.engine.class_mode(), None);
+
+    h.policy("2dcs-tdm", settings(2, 1));
+    h.drain();
+    // Δ too short to give both divisions time: refused, the ratio stays.
+    h.message(ClassSettings {
+        ratio_rt: 5,
+        ratio_be: 1,
+        tdm_period_ns: 1,
+    });
+    let errors = h.errors();
+    assert!(
+        matches!(&errors[..], [e] if e.contains("class settings refused") && e.contains("TDM period 1 ns")),
+        "{errors:?}"
+    );
+    assert_eq!(tdm_ratio(&h), Some(FairnessRatio::new(2, 1).unwrap()));
+    // A division announced implausibly far ahead.
+    let far = monotonic_ns() + super::switch::MAX_LEAD_NS + 1_000 * MS;
+    h.message(division(1, DivisionClass::BestEffort, far));
+    let errors = h.errors();
+    assert!(
+        matches!(&errors[..], [e] if e.contains("ahead; refused")),
+        "{errors:?}"
+    );
+    assert!(h.engine.status().classes.contains("rt division"));
+    assert_eq!(
+        h.node
+            .metrics
+            .division_switches
+            .with_label_values(&["refused"])
+            .get(),
+        2
+    );
+}
+
+#[test]
+fn a_division_pending_when_the_policy_leaves_2dcs_tdm_is_dropped() {
+    let mut h = harness();
+    h.event(UP);
+    h.policy("2dcs-tdm", settings(2, 1));
+    h.message(division(
+        1,
+        DivisionClass::BestEffort,
+        monotonic_ns() + 2 * MS,
+    ));
+    h.policy("2dcs-ps", settings(2, 1));
+    assert!(h.fire_timer().is_empty());
+    assert!(matches!(h.engine.class_mode(), Some(ClassMode::Ps { .. })));
+    assert!(
+        !h.drain()
+            .iter()
+            .any(|m| matches!(m, Message::DivisionSwitched(_)))
+    );
+}
+
+#[test]
+fn frame_reports_carry_the_coordinators_rt_jobs_and_the_last_counts_come_before_the_exit() {
+    let mut h = harness();
+    let dir = h.running_rt_job(7, 100, "rt:10000000:2:1000000");
+    h.running_job(8, 200); // best effort: no frames
+    // Job 9: RT, but launched through the control socket.
+    h.engine.kernel_mut().spawn(300, SchedAttr::other(0));
+    h.engine.reserve_job(9, "local", 0, None).unwrap();
+    let class = cosched_proto::class::parse_class("rt:10000000:1:1000000").unwrap();
+    h.engine.set_job_class(9, &class, true).unwrap();
+    h.engine.manage_process(9, 300).unwrap();
+    h.event(UP);
+    h.drain();
+    // Process 100 produced its 2 frames of the window.
+    let counter = record(100, MS + 1, 2, 2 * MS);
+    h.engine
+        .kernel_mut()
+        .counters
+        .write(&dir.join("100.frames"), 0, &counter);
+    h.engine.kernel_mut().now = 5 * MS;
+    h.engine.policy_tick();
+    h.node.report_frames(&h.engine, 1_000 * MS);
+    let sent = h.drain();
+    let [Message::FrameReport(report)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert_eq!(report.jobs.len(), 1, "{report:?}");
+    let job = report.jobs[0];
+    assert_eq!((job.job_id, job.frames, job.satisfied), (7, 2, true));
+    assert_eq!(job.met + job.missed, job.expected);
+    // Not due again before the interval (500 ms by default).
+    h.node.report_frames(&h.engine, 1_400 * MS);
+    assert!(h.drain().is_empty());
+    assert_eq!(h.node.metrics.frame_reports.get(), 1);
+    // The job ends: its last counts, then its exit.
+    h.node.jobs_finished(&h.engine, &[7, 8]);
+    let sent = h.drain();
+    assert!(
+        matches!(&sent[..], [Message::FrameReport(r), Message::JobExited(a), Message::JobExited(b)]
+            if r.jobs.len() == 1 && r.jobs[0].job_id == 7 && a.job_id == 7 && b.job_id == 8),
+        "{sent:?}"
+    );
+}
+
+#[test]
+fn a_coordinator_older_than_1_3_gets_no_frame_report() {
+    let mut h = harness();
+    h.running_rt_job(7, 100, "rt:10000000:2:1000000");
+    h.event(LinkEvent::Up {
+        protocol: ProtocolVersion { major: 1, minor: 2 },
+    });
+    h.drain();
+    h.node.report_frames(&h.engine, 1_000 * MS);
+    assert!(h.drain().is_empty());
+    // Without a link nothing is sent either.
+    h.event(LinkEvent::Down {
+        reason: "gone".into(),
+    });
+    h.node.report_frames(&h.engine, 10_000 * MS);
+    assert!(h.drain().is_empty());
 }

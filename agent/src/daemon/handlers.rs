@@ -73,6 +73,7 @@ impl<K: Kernel> Daemon<K> {
         }
         if let Some(coord) = &mut self.coord {
             coord.jobs_finished(&self.engine, &finished);
+            coord.report_frames(&self.engine, monotonic_ns());
         }
         self.answer_waiters();
     }
@@ -190,7 +191,9 @@ impl<K: Kernel> Daemon<K> {
                 coord::Action::SetGang(_)
                 | coord::Action::SlotStarted { .. }
                 | coord::Action::PrepareToStop
-                | coord::Action::Switched(_) => {}
+                | coord::Action::Switched(_)
+                | coord::Action::SetClasses(_)
+                | coord::Action::DivisionStarted(_) => {}
             }
         }
     }

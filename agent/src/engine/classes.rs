@@ -16,8 +16,8 @@ use cosched_policy::{
 use super::{Engine, EngineError};
 use crate::{
     classes::{
-        BeLevel, ClassMode, EdfKind, LocalClassMode, RtLevel, config::check_band,
-        readiness::task_ready,
+        BeLevel, BeUnderRt, ClassMode, CoordinatorClasses, EdfKind, LocalClassMode, RtLevel,
+        config::check_band, readiness::task_ready,
     },
     kernel::Kernel,
     registry::TaskState,
@@ -37,8 +37,41 @@ impl<K: Kernel> Engine<K> {
             self.check_rt_band(band)?;
         }
         self.class_override = mode;
+        self.classes_held_off = false;
         self.apply_class_mode();
         Ok(())
+    }
+
+    /// What the coordinator's global policy asks of the class overlay
+    /// (`SetPolicy` and `ClassSettings`): 2DCS-TDM or 2DCS-PS with its
+    /// ratio (the config's RT band, EDF kind and PS sleeper credit), off
+    /// whatever the config says (1GS), or the config's mode again.
+    pub fn set_coordinator_classes(
+        &mut self,
+        order: CoordinatorClasses,
+    ) -> Result<(), EngineError> {
+        let sleeper_credit = self.cfg.classes.ps_sleeper_credit_us.saturating_mul(1000);
+        match order {
+            CoordinatorClasses::Config => self.set_class_mode(None),
+            CoordinatorClasses::Off => {
+                self.class_override = None;
+                self.classes_held_off = true;
+                self.apply_class_mode();
+                Ok(())
+            }
+            CoordinatorClasses::Tdm { ratio } => self.set_class_mode(Some(ClassMode::Tdm {
+                ratio,
+                rt_band: None,
+                be_under_rt: BeUnderRt::Capped,
+            })),
+            CoordinatorClasses::Ps { ratio } => self.set_class_mode(Some(ClassMode::Ps {
+                params: cosched_policy::classes::PsParams {
+                    ratio,
+                    sleeper_credit,
+                },
+                rt_band: None,
+            })),
+        }
     }
 
     /// A 2DCS-TDM division started on the coordinator's clock (its
@@ -87,6 +120,9 @@ impl<K: Kernel> Engine<K> {
 
     /// The mode asked for: the coordinator's, else the config's.
     fn wanted_class_mode(&self) -> Option<ClassMode> {
+        if self.classes_held_off {
+            return None;
+        }
         if self.class_override.is_some() {
             return self.class_override;
         }

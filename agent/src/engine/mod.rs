@@ -120,6 +120,9 @@ pub struct Engine<K: Kernel> {
     classes: ClassOverlay,
     /// The class mode the coordinator asks for (None: the config's).
     class_override: Option<ClassMode>,
+    /// The coordinator holds the class overlay off whatever the config
+    /// says (1GS).
+    classes_held_off: bool,
     /// The open frame counters of RT processes, by pid.
     rt_readers: HashMap<u32, crate::rt_frames::FrameReader<CounterFileOf<K>>>,
     /// When the RT tick last ran.
@@ -154,6 +157,7 @@ impl<K: Kernel> Engine<K> {
         let mut engine = Self {
             classes: ClassOverlay::new(band),
             class_override: None,
+            classes_held_off: false,
             rt_readers: HashMap::new(),
             last_rt_tick: 0,
             driver: reload::driver_for(&policy, cfg.policy_tick_us),

@@ -37,6 +37,9 @@ pub struct RtFrameReport {
     pub frames: u64,
     /// 95th percentile of recent per-frame CPU time, ns.
     pub work_p95_ns: Option<u64>,
+    /// Every RT process of the job here is satisfied in its current
+    /// window (n ≥ b); false without a process.
+    pub satisfied: bool,
 }
 
 /// On-CPU time of a task from its counters, its current run included.
@@ -326,11 +329,17 @@ impl<K: Kernel> Engine<K> {
             .jobs()
             .filter_map(|j| {
                 let rt = j.rt.as_ref()?;
+                let pids = rt.pids();
+                let satisfied = !pids.is_empty()
+                    && pids
+                        .iter()
+                        .all(|&pid| matches!(rt.state(pid), Some(FrameState::Satisfied { .. })));
                 Some(RtFrameReport {
                     job: j.id,
                     totals: rt.totals(),
                     frames: rt.reported(),
                     work_p95_ns: rt.work_p95_ns(),
+                    satisfied,
                 })
             })
             .collect()

@@ -32,6 +32,7 @@ impl<K: Kernel> Engine<K> {
     pub fn shutdown(&mut self) -> RestoreReport {
         self.gang = None;
         self.class_override = None;
+        self.classes_held_off = false;
         let now = self.k.now_ns();
         let band = self.classes_band();
         self.classes.set_mode(None, band, now);

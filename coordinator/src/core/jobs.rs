@@ -116,6 +116,10 @@ pub struct JobRecord {
     /// RT jobs under the BE/RT policies: admitted, waiting or rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admission: Option<super::classes::Admission>,
+    /// An ended RT job's last frame counts (the agents send them before
+    /// the rank's exit), kept for `cosched job`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_frames: Option<crate::admin::protocol::FramesView>,
 }
 
 impl JobRecord {
@@ -131,6 +135,7 @@ impl JobRecord {
             reason: None,
             attached: false,
             admission: None,
+            final_frames: None,
         }
     }
 

@@ -352,6 +352,7 @@ impl Core {
         }
         self.predictor.forget(policy_id(id));
         self.util.forget(id);
+        job.final_frames = self.frames.view(id);
         self.frames.forget(id);
         tracing::info!(job = id, state = job.state.as_str(), reason = ?job.reason, "job ended");
         self.finished.push_back(job);

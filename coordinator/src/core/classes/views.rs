@@ -30,7 +30,10 @@ impl Core {
                 Admission::Admitted | Admission::Waiting => None,
             },
         });
-        view.frames = self.frames.view(job.id);
+        view.frames = self
+            .frames
+            .view(job.id)
+            .or_else(|| job.final_frames.clone());
         let Some(gang) = self.classes.one_gs() else {
             return;
         };

@@ -355,6 +355,38 @@ fn frame_reports_show_the_miss_rate_and_reports_for_other_jobs_are_ignored() {
 }
 
 #[test]
+fn an_ended_rt_job_keeps_the_last_counts_its_agents_sent_before_its_exits() {
+    let mut core = classes_cluster(2, GlobalPolicy::TwoDcsTdm, ClassesConfig::default());
+    let id = submit(&mut core, rt("video", 2, 10 * MS, 2, MS)).id;
+    let ranks: Vec<(usize, u32)> = core
+        .job_view(id)
+        .unwrap()
+        .ranks
+        .iter()
+        .map(|rank| (rank.node[1..].parse().unwrap(), rank.rank))
+        .collect();
+    for &(node, rank) in &ranks {
+        let report = FrameReport {
+            jobs: vec![JobFrames {
+                job_id: id,
+                frames: 100,
+                expected: 100,
+                met: 99,
+                missed: 1,
+                satisfied: false,
+                work_p95_ns: None,
+            }],
+        };
+        core.frame_report(node, &report).unwrap();
+        exit(&mut core, node, id, rank, 0);
+    }
+    let view = core.job_view(id).unwrap();
+    assert_eq!(view.state.as_str(), "completed", "{view:?}");
+    let frames = view.frames.expect("kept after the job ended");
+    assert_eq!((frames.expected, frames.missed), (200, 2));
+}
+
+#[test]
 fn switching_to_a_policy_without_classes_while_rt_jobs_run_is_refused_naming_them() {
     let mut core = classes_cluster(2, GlobalPolicy::TwoDcsTdm, ClassesConfig::default());
     let video = submit(&mut core, rt("video", 1, 10 * MS, 3, MS)).id;
