@@ -159,9 +159,6 @@ pub struct CellRun {
 /// How long the jobs may take to end after the arrival window.
 const DRAIN_TIMEOUT_S: f64 = 40.0;
 const POLL: Duration = Duration::from_millis(100);
-/// RT ranks start their frames this long after their arrival (the
-/// `deadline` column sets its attributes meanwhile; every column gets it).
-const RT_START_LEAD_NS: u64 = 200_000_000;
 /// SCHED_FIFO priority of RT ranks (fifo column, refused deadline ranks):
 /// below the agents (their `agent_priority`).
 pub const FIFO_PRIORITY: u32 = 10;
@@ -218,7 +215,6 @@ impl<'a> Runner<'a> {
         self.cells += 1;
         let mut ledger = ClassLedger::one_process_per_node(self.cluster.nodes.len());
         let t0 = Instant::now();
-        let t0_unix = unix_ns();
         let mut live: Vec<Live> = Vec::new();
         let mut next = 0;
         let mut last_poll = Instant::now();
@@ -227,7 +223,7 @@ impl<'a> Runner<'a> {
             while next < arrivals.len() && arrivals[next].at_s <= now {
                 let a = arrivals[next];
                 let port = first_port + (next as u16 % PORTS_PER_CELL);
-                let l = self.arrive(spec, a, t0_unix, port, &mut ledger);
+                let l = self.arrive(spec, a, port, &mut ledger);
                 live.push(l);
                 next += 1;
             }
@@ -267,19 +263,11 @@ impl<'a> Runner<'a> {
         &mut self,
         spec: CellSpec,
         arrival: Arrival,
-        t0_unix: u64,
         port: u16,
         ledger: &mut ClassLedger,
     ) -> Live {
         let arrived_unix_ns = unix_ns();
-        let mut args = self.workload.synth_args(arrival.kind);
-        if matches!(arrival.kind, Kind::Rt { .. }) {
-            args.extend([
-                "--start-at-unix-ns".into(),
-                (arrived_unix_ns + RT_START_LEAD_NS).to_string(),
-            ]);
-        }
-        let _ = t0_unix;
+        let args = self.workload.synth_args(arrival.kind);
         let name = format!(
             "{}-{}",
             match arrival.kind {

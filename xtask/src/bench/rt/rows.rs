@@ -247,6 +247,11 @@ fn verdict(ok: Option<bool>) -> String {
     }
 }
 
+/// A cell's BE class counts as backlogged when the BE work offered is at
+/// least this many times its share: its jobs then queue, and the time to
+/// their last end is set by the BE work, not by the arrivals.
+pub const BACKLOGGED_TIMES_SHARE: f64 = 1.5;
+
 /// Frames missed and due over the admitted RT jobs of `rows`.
 fn frames(rows: &[&RtRow]) -> (f64, f64) {
     rows.iter()
@@ -300,7 +305,9 @@ pub fn evaluate(rows: &[RtRow], be_share: f64) -> Vec<Target> {
         .iter()
         .copied()
         .filter(|r| r.column.coordinator_policy().is_some())
-        .filter(|r| r.be_offered_share >= be_share && r.be_cpu_share.is_finite())
+        .filter(|r| {
+            r.be_offered_share >= BACKLOGGED_TIMES_SHARE * be_share && r.be_cpu_share.is_finite()
+        })
         .collect();
     let worst = backlogged
         .iter()
@@ -315,7 +322,7 @@ pub fn evaluate(rows: &[RtRow], be_share: f64) -> Vec<Target> {
             Some(w) => format!(
                 "{} cells with offered BE load >= {}; lowest BE share {} ({} {} {} at {}/s, offered {})",
                 backlogged.len(),
-                pct(be_share),
+                pct(BACKLOGGED_TIMES_SHARE * be_share),
                 pct(w.be_cpu_share),
                 w.column.label(),
                 w.admission.label(),
@@ -323,7 +330,10 @@ pub fn evaluate(rows: &[RtRow], be_share: f64) -> Vec<Target> {
                 num(w.rate_per_s, 1),
                 pct(w.be_offered_share)
             ),
-            None => "no cell offered that much BE load".into(),
+            None => format!(
+                "no cell offered {} of BE load",
+                pct(BACKLOGGED_TIMES_SHARE * be_share)
+            ),
         },
     });
     for column in [Column::Tdm, Column::Ps] {
@@ -472,10 +482,10 @@ mod tests {
     #[test]
     fn the_be_share_target_looks_at_backlogged_coordinator_cells_only() {
         let mut starved = row(Column::Tdm, Admission::None, 1, 0, 0.0, 0);
-        starved.be_offered_share = 0.5;
+        starved.be_offered_share = 0.6;
         starved.be_cpu_share = 0.2;
         let mut fifo = row(Column::Fifo, Admission::None, 1, 0, 0.0, 0);
-        fifo.be_offered_share = 0.5;
+        fifo.be_offered_share = 0.6;
         fifo.be_cpu_share = 0.01;
         let t = evaluate(&[fifo.clone()], 1.0 / 3.0);
         assert_eq!(t[2].verdict, "not measured");
