@@ -192,7 +192,10 @@ mod tests {
             for (mix, rate) in [(Mix { rt: 1, be: 9 }, 2.5), (Mix { rt: 9, be: 1 }, 1.0)] {
                 let stream = arrivals(seed, mix, rate, 6.0, WORK);
                 let n = stream.len() as f64;
-                let rt = stream.iter().filter(|a| matches!(a.kind, Kind::Rt { .. })).count() as f64;
+                let rt = stream
+                    .iter()
+                    .filter(|a| matches!(a.kind, Kind::Rt { .. }))
+                    .count() as f64;
                 let expected = n * f64::from(mix.rt) / f64::from(mix.rt + mix.be);
                 assert!((rt - expected).abs() <= 1.0, "seed {seed}: {rt} RT of {n}");
             }
