@@ -155,11 +155,16 @@ fn under_2dcs_tdm_agents_switch_divisions_report_frames_and_admission_and_policy
         assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
     }
     // The RT job's last counts stay with it.
-    let (nodes, done, expected) = frames(&coordinator.job(video));
-    assert!(
-        nodes == 2 && done > 0 && expected > 0,
-        "{:#}",
-        coordinator.job(video)
+    let job = coordinator.job(video);
+    let (nodes, done, expected) = frames(&job);
+    assert!(nodes == 2 && done > 0 && expected > 0, "{job:#}");
+    let skew = &classes_status(coordinator)["division_skew"];
+    println!(
+        "2DCS-TDM then 2DCS-PS: division skew over {} divisions p50 {:.1} us, max {:.1} us; RT job: {done} frames, {expected} due, miss rate {:?} %",
+        skew["samples"],
+        skew["p50_s"].as_f64().unwrap_or(0.0) * 1e6,
+        skew["max_s"].as_f64().unwrap_or(0.0) * 1e6,
+        job["frames"]["miss_rate_percent"].as_f64(),
     );
 }
 

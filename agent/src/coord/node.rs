@@ -560,15 +560,23 @@ impl CoordNode {
     }
 
     /// `SwitchDivision` (2DCS-TDM): applied at its instant like a strict
-    /// slice; refused under any other policy.
+    /// slice; refused under any other policy, and before the policy's
+    /// `ClassSettings` (the class mode has not started).
     fn on_division(&mut self, division: SwitchDivision) -> Vec<Action> {
-        if self.mode != Mode::Tdm {
+        let refusal = if self.mode != Mode::Tdm {
+            Some("this node does not run 2dcs-tdm")
+        } else if self.ratio.is_none() {
+            Some("no class settings came with 2dcs-tdm yet")
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
             self.metrics
                 .division_switches
                 .with_label_values(&["refused"])
                 .inc();
             self.refused(format!(
-                "division {} of epoch {} refused: this node does not run 2dcs-tdm",
+                "division {} of epoch {} refused: {why}",
                 division.division, division.epoch
             ));
             return Vec::new();

@@ -568,8 +568,16 @@ fn divisions_outside_2dcs_tdm_and_unusable_settings_are_refused_and_change_nothi
         "{errors:?}"
     );
     assert_eq!(h.engine.class_mode(), None);
+    // 2dcs-tdm without its settings yet: the mode has not started.
+    h.policy("2dcs-tdm", None);
+    h.message(division(1, DivisionClass::BestEffort, monotonic_ns()));
+    let errors = h.errors();
+    assert!(
+        matches!(&errors[..], [e] if e.contains("no class settings")),
+        "{errors:?}"
+    );
 
-    h.policy("2dcs-tdm", settings(2, 1));
+    h.message(settings(2, 1).unwrap());
     h.drain();
     // Δ too short to give both divisions time: refused, the ratio stays.
     h.message(ClassSettings {
@@ -598,7 +606,7 @@ fn divisions_outside_2dcs_tdm_and_unusable_settings_are_refused_and_change_nothi
             .division_switches
             .with_label_values(&["refused"])
             .get(),
-        2
+        3
     );
 }
 
