@@ -61,12 +61,11 @@ fn axis_max(values: impl Iterator<Item = f64>) -> f64 {
         return 1.0;
     }
     let step = 10f64.powf(m.log10().floor());
-    let nice = [1.0, 2.0, 2.5, 5.0, 10.0]
+    [1.0, 2.0, 2.5, 5.0, 10.0]
         .iter()
         .map(|k| k * step)
         .find(|v| *v >= m)
-        .unwrap_or(10.0 * step);
-    nice
+        .unwrap_or(10.0 * step)
 }
 
 fn panel(svg: &mut String, p: &Panel, x0: f64, y0: f64, colour_of: &dyn Fn(&str) -> &'static str) {
