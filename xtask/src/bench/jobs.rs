@@ -67,6 +67,10 @@ pub struct JobOutcome {
     pub reaction_latency_p99_us: f64,
     /// Latency samples behind the percentiles, all ranks.
     pub reactions: u64,
+    /// Real-time jobs: frames the agents counted as missed and as due in
+    /// closed windows, all ranks (0 for best-effort jobs).
+    pub rt_missed: u64,
+    pub rt_expected: u64,
     /// The raw per-rank benchmark results.
     #[serde(skip)]
     pub rank_results: Vec<serde_json::Value>,
@@ -113,32 +117,60 @@ fn launch_all(cluster: &Cluster, synth: &str, plans: &[JobPlan]) -> anyhow::Resu
     // Leave time for every rank of every job to start and handshake.
     let start_at = unix_ns() + 600_000_000 + 150_000_000 * plans.len() as u64;
     for plan in plans {
-        let peers: Vec<String> = plan
-            .nodes
-            .iter()
-            .map(|&n| format!("{}:{}", cluster.nodes[n].address, plan.port))
-            .collect();
-        for (rank, &node) in plan.nodes.iter().enumerate() {
-            let mut args = plan.args.clone();
-            args.extend(["--start-at-unix-ns".into(), start_at.to_string()]);
-            let spec = JobSpec {
-                job_id: plan.job_id,
-                name: plan.name.clone(),
-                rank: rank as u32,
-                size: plan.nodes.len() as u32,
-                command: synth.to_string(),
-                args,
-                env: BTreeMap::new(),
-                peers: peers.clone(),
-                cpus: vec![],
-                sched: None,
-                class: cosched_proto::wire::JobClass::BestEffort,
-            };
-            call(cluster, node, Request::Launch { spec })
-                .with_context(|| format!("launching {} rank {rank}", plan.name))?;
-        }
+        let mut plan = plan.clone();
+        plan.args
+            .extend(["--start-at-unix-ns".into(), start_at.to_string()]);
+        launch(
+            cluster,
+            synth,
+            &plan,
+            cosched_proto::wire::JobClass::BestEffort,
+            None,
+        )?;
     }
     Ok(())
+}
+
+/// Launches every rank of `plan` through the agents, as `class` with the
+/// static scheduling request `sched`; the pid of each rank's process.
+pub fn launch(
+    cluster: &Cluster,
+    synth: &str,
+    plan: &JobPlan,
+    class: cosched_proto::wire::JobClass,
+    sched: Option<cosched_proto::job::SchedRequest>,
+) -> anyhow::Result<Vec<u32>> {
+    let peers: Vec<String> = plan
+        .nodes
+        .iter()
+        .map(|&n| format!("{}:{}", cluster.nodes[n].address, plan.port))
+        .collect();
+    let mut pids = Vec::new();
+    for (rank, &node) in plan.nodes.iter().enumerate() {
+        let spec = JobSpec {
+            job_id: plan.job_id,
+            name: plan.name.clone(),
+            rank: rank as u32,
+            size: plan.nodes.len() as u32,
+            command: synth.to_string(),
+            args: plan.args.clone(),
+            env: BTreeMap::new(),
+            peers: peers.clone(),
+            cpus: vec![],
+            sched,
+            class: class.clone(),
+        };
+        match call(cluster, node, Request::Launch { spec })
+            .with_context(|| format!("launching {} rank {rank}", plan.name))?
+        {
+            Reply::Launched { pid, .. } => pids.push(pid),
+            other => bail!(
+                "launching {} rank {rank}: unexpected reply {other:?}",
+                plan.name
+            ),
+        }
+    }
+    Ok(pids)
 }
 
 /// Waits until every rank of `plans` has ended (at most `wait_ms` per rank),
@@ -232,6 +264,10 @@ fn add_rank(o: &mut JobOutcome, info: &JobInfo, r: &serde_json::Value) {
     o.boosts += info.stats.boosts;
     o.actions += info.stats.actions;
     o.reactions += info.stats.reactions;
+    if let Some(rt) = &info.rt {
+        o.rt_missed += rt.missed;
+        o.rt_expected += rt.expected;
+    }
     o.reaction_latency_p50_us = o
         .reaction_latency_p50_us
         .max(info.stats.reaction_latency_p50_us);
@@ -268,6 +304,8 @@ pub fn combine(job: &str, parts: &[JobOutcome]) -> JobOutcome {
         o.boosts += p.boosts;
         o.actions += p.actions;
         o.reactions += p.reactions;
+        o.rt_missed += p.rt_missed;
+        o.rt_expected += p.rt_expected;
         o.reaction_latency_p50_us = o.reaction_latency_p50_us.max(p.reaction_latency_p50_us);
         o.reaction_latency_p99_us = o.reaction_latency_p99_us.max(p.reaction_latency_p99_us);
         o.rank_results.extend(p.rank_results.iter().cloned());

@@ -12,4 +12,5 @@ pub mod mpi;
 pub mod outside_load;
 pub mod overhead;
 pub mod overhead_syscalls;
+pub mod rt;
 pub mod solo_agent;

@@ -11,6 +11,11 @@ use xtask::{
         local::{self, LocalOptions, workloads::Workload},
         mpi::{self, MpiOptions, workloads::MpiWorkload},
         overhead,
+        rt::{
+            self, RtOptions,
+            columns::{Admission, Column},
+            stream::Mix,
+        },
     },
     cargo_build::{self, Profile},
     mpi::Library,
@@ -57,6 +62,12 @@ enum BenchCommand {
     /// (and gang / paired gang once jobs can be attached to the
     /// coordinator) at MPL 2 and 3; slowdown = time ÷ dedicated time.
     Mpi(MpiArgs),
+    /// Best-effort and real-time jobs together (the BE/RT paper's §5, scaled
+    /// down): Poisson arrivals in proportions 2:1, 9:1, 1:9 at a few rates,
+    /// without and (9:1) with admission control; columns 1GS, 2DCS-TDM,
+    /// 2DCS-PS, plain Linux with RT at SCHED_FIFO and at SCHED_DEADLINE;
+    /// BE response and throughput, RT miss and rejection rates.
+    Rt(RtArgs),
 }
 
 /// What every policy bench writes and how it builds.
@@ -274,6 +285,57 @@ impl MpiArgs {
     }
 }
 
+#[derive(Debug, clap::Args)]
+struct RtArgs {
+    /// Mixes RT:BE measured without admission control [default: 2:1,9:1,1:9].
+    #[arg(long, value_delimiter = ',', value_parser = Mix::parse)]
+    mixes: Vec<Mix>,
+    /// Mixes measured with admission control [default: 9:1].
+    #[arg(long, value_delimiter = ',', value_parser = Mix::parse)]
+    admission_mixes: Vec<Mix>,
+    /// Arrival rates, jobs per second, comma-separated [default: 1,2.5,4].
+    #[arg(long, value_delimiter = ',')]
+    rates: Vec<f64>,
+    /// Columns, comma-separated [default: all].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    columns: Vec<Column>,
+    /// Admission settings, comma-separated [default: none,deterministic,statistical].
+    #[arg(long, value_delimiter = ',', value_enum)]
+    admission: Vec<Admission>,
+    /// Seconds of arrivals per cell.
+    #[arg(long, default_value_t = 6.0)]
+    window: f64,
+    /// Seed of the arrival stream (every column replays the same stream).
+    #[arg(long, default_value_t = rt::DEFAULT_SEED)]
+    seed: u64,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+impl RtArgs {
+    fn options(self) -> RtOptions {
+        let defaults = RtOptions::default();
+        let options = RtOptions {
+            mixes: or_default(self.mixes, defaults.mixes),
+            admission_mixes: or_default(self.admission_mixes, defaults.admission_mixes),
+            rates: or_default(self.rates, defaults.rates),
+            columns: or_default(self.columns, defaults.columns),
+            admissions: or_default(self.admission, defaults.admissions),
+            window_s: self.window,
+            seed: self.seed,
+            json: self.out.json,
+            svg: self.out.svg,
+            build: !self.out.no_build,
+            ..defaults
+        };
+        if self.out.quick {
+            options.quick()
+        } else {
+            options
+        }
+    }
+}
+
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
     match args.command {
         BenchCommand::Overhead {
@@ -358,6 +420,14 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
         }
         BenchCommand::Mpi(args) => {
             let report = mpi::run(workspace, &args.options())?;
+            return Ok(exit_code(
+                report.interrupted,
+                report.failed_rows(),
+                report.rows.len(),
+            ));
+        }
+        BenchCommand::Rt(args) => {
+            let report = rt::run(workspace, &args.options())?;
             return Ok(exit_code(
                 report.interrupted,
                 report.failed_rows(),

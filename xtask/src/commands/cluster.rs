@@ -130,6 +130,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                     slice_ms: args.slice_ms,
                     stop_inactive: !args.demote_inactive,
                     bin_dir: None,
+                    classes: None,
                 }),
                 slurm: args.slurm,
                 prometheus: args.prometheus,

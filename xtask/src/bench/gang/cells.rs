@@ -196,6 +196,7 @@ fn fresh_coordinator(cluster: &mut Cluster, slice_ms: u64) -> anyhow::Result<()>
             slice_ms,
             stop_inactive: current.stop_inactive,
             bin_dir: None,
+            classes: None,
         };
         coordinator::restart(cluster, &options, COORDINATOR_TIMEOUT)?;
     } else {

@@ -195,6 +195,7 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
             slice_ms: plan.slices.first().copied().unwrap_or(100),
             stop_inactive: opts.stop_inactive,
             bin_dir: Some(bin.dir().to_path_buf()),
+            classes: None,
         }),
         slurm: false,
         prometheus: false,

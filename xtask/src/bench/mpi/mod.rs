@@ -238,6 +238,7 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
             slice_ms: opts.slice_ms,
             stop_inactive: true,
             bin_dir: Some(bin.dir().to_path_buf()),
+            classes: None,
         }),
         slurm: false,
         prometheus: false,
