@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cosched_policy::{classes::FairnessRatio, local::PolicyKind};
+use cosched_policy::local::PolicyKind;
 use cosched_proto::{
     control::JobState,
     job::{JobId, JobSpec},
