@@ -17,13 +17,16 @@
 //! 2DCS-TDM: the coordinator's division says which class runs; the
 //! [`TdmNode`] decision says whether the RT division is lent (no RT task
 //! ready with frames due): BE is then not capped. 2DCS-PS: the [`PsNode`]
-//! picks the class at every tick from the classes' readiness.
+//! picks the class at every tick from the classes' readiness; while BE runs
+//! only because no due RT task is ready and RT is behind its share, the
+//! blocked due RT tasks keep their priorities (armed) so the kernel runs
+//! them at their wakeup, as in an RT division lent to BE.
 use std::collections::{BTreeMap, BTreeSet};
 
 use cosched_policy::{
     classes::{
-        Class, EdfPriorities, FairnessRatio, PriorityBand, PsNode, PsParams, Readiness, RtTask,
-        TdmEvent, TdmNode,
+        Class, DEFAULT_GRACE_PERIODS, DivisionFallback, DivisionSource, EdfPriorities,
+        FairnessRatio, PriorityBand, PsNode, PsParams, Readiness, RtTask, TdmEvent, TdmNode,
     },
     local::TaskId,
 };
@@ -38,6 +41,11 @@ pub enum ClassMode {
         ratio: FairnessRatio,
         rt_band: Option<PriorityBand>,
         be_under_rt: BeUnderRt,
+        /// The coordinator's Δ: after [`DEFAULT_GRACE_PERIODS`] × Δ without
+        /// a division the node runs its own division clock with the ratio
+        /// and Δ until the coordinator's divisions resume
+        /// ([`DivisionFallback`]). 0: no fallback (the last division holds).
+        period_ns: u64,
     },
     /// 2DCS-PS: the node alone picks the class by virtual time.
     Ps {
@@ -65,8 +73,11 @@ pub enum CoordinatorClasses {
     /// Off, whatever the config says: under 1GS the slices of its rows are
     /// the RT guarantee, and a node-local class choice would undo it.
     Off,
-    /// 2DCS-TDM with the coordinator's ratio; its divisions follow.
-    Tdm { ratio: FairnessRatio },
+    /// 2DCS-TDM with the coordinator's ratio and Δ; its divisions follow.
+    Tdm {
+        ratio: FairnessRatio,
+        period_ns: u64,
+    },
     /// 2DCS-PS with the coordinator's ratio.
     Ps { ratio: FairnessRatio },
 }
@@ -122,6 +133,8 @@ pub struct ClassOverlay {
     be: BeLevel,
     /// The RT processes the TDM node was told about.
     placed: BTreeSet<u32>,
+    /// 2DCS-TDM: the node's own clock when the coordinator goes silent.
+    fallback: Option<DivisionFallback>,
 }
 
 impl ClassOverlay {
@@ -134,6 +147,7 @@ impl ClassOverlay {
             targets: BTreeMap::new(),
             be: BeLevel::Free,
             placed: BTreeSet::new(),
+            fallback: None,
         }
     }
 
@@ -177,6 +191,16 @@ impl ClassOverlay {
             };
             self.placed.clear();
         }
+        self.fallback = match mode {
+            // A new ratio or Δ: wait the grace time for the coordinator's
+            // next division again.
+            Some(ClassMode::Tdm {
+                ratio, period_ns, ..
+            }) if period_ns > 0 => {
+                DivisionFallback::new(period_ns, ratio, DEFAULT_GRACE_PERIODS, now_ns).ok()
+            }
+            _ => None,
+        };
         self.mode = mode;
         if mode.is_none() {
             self.targets.clear();
@@ -185,14 +209,30 @@ impl ClassOverlay {
         true
     }
 
-    /// The coordinator's division `class` started (2DCS-TDM; ignored in
-    /// other modes). The engine decides again right after.
-    pub fn division_started(&mut self, class: Class) -> bool {
+    /// The coordinator's division `class` started at `now_ns` (2DCS-TDM;
+    /// ignored in other modes): it rules again if the node ran its own
+    /// clock. The engine decides again right after.
+    pub fn division_started(&mut self, class: Class, now_ns: u64) -> bool {
         let Node::Tdm(node) = &mut self.node else {
             return false;
         };
+        if let Some(fallback) = &mut self.fallback {
+            fallback.coordinator_division(now_ns);
+        }
         node.on_event(TdmEvent::DivisionStarted(class));
         true
+    }
+
+    /// Whose divisions 2DCS-TDM follows now (None: not in 2DCS-TDM).
+    pub fn division_source(&self) -> Option<DivisionSource> {
+        match self.node {
+            Node::Tdm(_) => Some(
+                self.fallback
+                    .as_ref()
+                    .map_or(DivisionSource::Coordinator, |f| f.source()),
+            ),
+            _ => None,
+        }
     }
 
     /// Decides at `now_ns`, given every RT process (`id` = its pid; ready
@@ -201,6 +241,14 @@ impl ClassOverlay {
         let (rt_runs, be) = match &mut self.node {
             Node::Off => (None, BeLevel::Free),
             Node::Tdm(node) => {
+                if let Some(local) = self
+                    .fallback
+                    .as_mut()
+                    .and_then(|f| f.local_division(now_ns, node.division()))
+                    && local.class != node.division()
+                {
+                    node.on_event(TdmEvent::DivisionStarted(local.class));
+                }
                 let now: BTreeSet<u32> = rt.iter().map(|t| t.id.0).collect();
                 for gone in self.placed.difference(&now) {
                     node.on_event(TdmEvent::RtRemoved(TaskId(*gone)));
@@ -222,8 +270,13 @@ impl ClassOverlay {
                 };
                 let chosen = node.on_event(now_ns, ready);
                 // With nothing ready RT keeps its priorities: a task that
-                // wakes with frames due runs at once.
-                let rt_runs = chosen != Some(Class::BestEffort);
+                // wakes with frames due runs at once. So does a blocked due
+                // task while BE runs if RT is behind its share (armed): the
+                // agent sees a timer wakeup only at the task's next
+                // switch-in, which a task held at SCHED_IDLE behind a
+                // spinning BE task hardly ever gets.
+                let armed = node.takes_cpu_on_return(Class::RealTime);
+                let rt_runs = chosen != Some(Class::BestEffort) || armed;
                 (Some(rt_runs), self.held_be(chosen == Some(Class::RealTime)))
             }
         };
@@ -294,10 +347,15 @@ impl ClassOverlay {
         };
         match (&self.mode, &self.node) {
             (Some(ClassMode::Tdm { ratio, .. }), Node::Tdm(node)) => format!(
-                "tdm {}:{} ({} division)",
+                "tdm {}:{} ({} division{})",
                 ratio.rt,
                 ratio.be,
-                class(Some(node.division()))
+                class(Some(node.division())),
+                match self.division_source() {
+                    Some(DivisionSource::Local) =>
+                        ", local clock: no division from the coordinator",
+                    _ => "",
+                }
             ),
             (Some(ClassMode::Ps { params, .. }), Node::Ps(node)) => format!(
                 "ps {}:{} ({} runs)",
@@ -327,6 +385,7 @@ mod tests {
             ratio: FairnessRatio::new(2, 1).unwrap(),
             rt_band: None,
             be_under_rt: BeUnderRt::Capped,
+            period_ns: 30 * MS,
         }
     }
 
@@ -370,7 +429,7 @@ mod tests {
         assert!((21..=39).contains(&p1) && (21..=39).contains(&p2));
         assert_eq!(o.rt_level(3), Some(RtLevel::Hold), "satisfied");
         assert_eq!(o.be_level(), BeLevel::Capped);
-        assert!(o.division_started(Class::BestEffort));
+        assert!(o.division_started(Class::BestEffort, MS));
         let c = o.decide(MS, &rt, true);
         assert_eq!(
             c,
@@ -425,5 +484,118 @@ mod tests {
             }
         }
         assert!((9..=11).contains(&be_ticks), "{be_ticks} of 30 ticks");
+    }
+
+    fn ps() -> ClassMode {
+        ClassMode::Ps {
+            params: PsParams {
+                ratio: FairnessRatio::new(2, 1).unwrap(),
+                sleeper_credit: 0,
+            },
+            rt_band: None,
+        }
+    }
+
+    #[test]
+    fn an_rt_task_waking_on_its_timer_while_be_runs_takes_the_cpu_when_rt_is_behind_its_share() {
+        let mut o = ClassOverlay::new(band());
+        o.set_mode(Some(ps()), band(), 0);
+        // RT ran its 1 ms frame (vt_RT 1.5 ms) and sleeps on its timer
+        // until the next period; a BE spinner is always ready.
+        o.decide(0, &[due(1, 10 * MS, true)], true);
+        assert!(matches!(o.rt_level(1), Some(RtLevel::Run { .. })));
+        o.decide(MS, &[due(1, 20 * MS, false)], true);
+        assert_eq!(o.running(), Some(Class::BestEffort));
+        assert_eq!(
+            o.rt_level(1),
+            Some(RtLevel::Hold),
+            "RT is ahead of its share: BE keeps the CPU even at a wakeup"
+        );
+        // BE catches up (0.5 ms) and keeps running: the sleeping RT task
+        // keeps its EDF priority, so the kernel runs it the moment its timer
+        // wakes it — the agent sees the wakeup only at its next switch-in.
+        for t in 2..10 {
+            o.decide(t * MS, &[due(1, 20 * MS, false)], true);
+            assert_eq!(o.running(), Some(Class::BestEffort));
+            assert!(
+                matches!(o.rt_level(1), Some(RtLevel::Run { .. })),
+                "at {t} ms: {:?}",
+                o.rt_level(1)
+            );
+            assert_eq!(o.be_level(), BeLevel::Free, "lent to BE meanwhile");
+        }
+        // A satisfied RT task is not armed: it has no frame to run.
+        o.decide(10 * MS, &[satisfied(1)], true);
+        assert_eq!(o.rt_level(1), Some(RtLevel::Hold));
+    }
+
+    #[test]
+    fn under_ps_backlogged_classes_still_alternate_x_to_y_with_rt_held_in_be_turns() {
+        let mut o = ClassOverlay::new(band());
+        o.set_mode(Some(ps()), band(), 0);
+        let rt = [due(1, u64::MAX, true)];
+        let mut held = 0;
+        for t in 0..300 {
+            o.decide(t * MS, &rt, true);
+            if o.rt_level(1) == Some(RtLevel::Hold) {
+                held += 1;
+                assert_eq!(o.running(), Some(Class::BestEffort));
+            }
+        }
+        assert!((95..=105).contains(&held), "BE turns: {held} of 300");
+    }
+
+    #[test]
+    fn divisions_that_stop_arriving_give_way_to_the_nodes_own_clock_until_they_resume() {
+        let mut o = ClassOverlay::new(band());
+        o.set_mode(Some(tdm()), band(), 0);
+        let rt = [due(1, u64::MAX, true)];
+        o.division_started(Class::RealTime, 10 * MS);
+        o.decide(10 * MS, &rt, true);
+        assert_eq!(o.be_level(), BeLevel::Capped);
+        // The coordinator goes silent in the RT division: BE starves for
+        // 3 Δ (90 ms), then the node alternates on its own, 20 ms RT and
+        // 10 ms BE, starting with BE.
+        let mut rt_ms = 0;
+        for t in 11..100 {
+            o.decide(t * MS, &rt, true);
+            assert_eq!(o.running(), Some(Class::RealTime), "at {t} ms");
+        }
+        assert_eq!(o.division_source(), Some(DivisionSource::Coordinator));
+        for t in 100..400 {
+            o.decide(t * MS, &rt, true);
+            if o.running() == Some(Class::RealTime) {
+                rt_ms += 1;
+                assert!(matches!(o.rt_level(1), Some(RtLevel::Run { .. })));
+            } else {
+                assert_eq!(o.rt_level(1), Some(RtLevel::Hold), "at {t} ms");
+            }
+        }
+        assert_eq!(rt_ms, 200, "2:1 over 300 ms");
+        assert_eq!(o.division_source(), Some(DivisionSource::Local));
+        assert!(o.describe().contains("local clock"), "{}", o.describe());
+        // The coordinator's BE division arrives: it rules again at once.
+        o.division_started(Class::BestEffort, 400 * MS);
+        for t in 400..480 {
+            o.decide(t * MS, &rt, true);
+            assert_eq!(o.running(), Some(Class::BestEffort), "at {t} ms");
+        }
+        assert_eq!(o.division_source(), Some(DivisionSource::Coordinator));
+    }
+
+    #[test]
+    fn without_a_period_the_last_division_holds() {
+        let mut o = ClassOverlay::new(band());
+        let mode = ClassMode::Tdm {
+            ratio: FairnessRatio::new(2, 1).unwrap(),
+            rt_band: None,
+            be_under_rt: BeUnderRt::Capped,
+            period_ns: 0,
+        };
+        o.set_mode(Some(mode), band(), 0);
+        for t in 0..1000 {
+            o.decide(t * MS, &[due(1, u64::MAX, true)], true);
+        }
+        assert_eq!(o.running(), Some(Class::RealTime));
     }
 }

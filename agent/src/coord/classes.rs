@@ -14,9 +14,18 @@ use cosched_proto::{
 use super::switch::{Announced, ClassPolicy};
 use crate::{classes::CoordinatorClasses, engine::RtFrameReport};
 
+/// The terms of the BE/RT policies from the coordinator's last
+/// `ClassSettings`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassTerms {
+    pub ratio: FairnessRatio,
+    /// Δ of 2DCS-TDM (also the period of the node's fallback clock).
+    pub tdm_period_ns: u64,
+}
+
 /// Checks `ClassSettings` beyond the wire's own check: the ratio, and that
-/// Δ split x:y leaves both TDM divisions some time. Returns the ratio.
-pub fn check_settings(settings: &ClassSettings) -> Result<FairnessRatio, String> {
+/// Δ split x:y leaves both TDM divisions some time.
+pub fn check_settings(settings: &ClassSettings) -> Result<ClassTerms, String> {
     let ratio = FairnessRatio::new(settings.ratio_rt, settings.ratio_be)
         .map_err(|error| error.to_string())?;
     DivisionClock::new(settings.tdm_period_ns, ratio, 0).map_err(|error| {
@@ -25,22 +34,25 @@ pub fn check_settings(settings: &ClassSettings) -> Result<FairnessRatio, String>
             settings.tdm_period_ns, ratio.rt, ratio.be
         )
     })?;
-    Ok(ratio)
+    Ok(ClassTerms {
+        ratio,
+        tdm_period_ns: settings.tdm_period_ns,
+    })
 }
 
 /// What the engine's class overlay must become under `policy` with the
-/// coordinator's `ratio` (from its last `ClassSettings`). `None`: nothing
+/// coordinator's `terms` (from its last `ClassSettings`). `None`: nothing
 /// yet — the 2DCS policies start their mode with the ratio, which follows
 /// `SetPolicy` at once.
-pub fn class_order(
-    policy: ClassPolicy,
-    ratio: Option<FairnessRatio>,
-) -> Option<CoordinatorClasses> {
-    match (policy, ratio) {
+pub fn class_order(policy: ClassPolicy, terms: Option<ClassTerms>) -> Option<CoordinatorClasses> {
+    match (policy, terms) {
         (ClassPolicy::Config, _) => Some(CoordinatorClasses::Config),
         (ClassPolicy::Off, _) => Some(CoordinatorClasses::Off),
-        (ClassPolicy::Tdm, Some(ratio)) => Some(CoordinatorClasses::Tdm { ratio }),
-        (ClassPolicy::Ps, Some(ratio)) => Some(CoordinatorClasses::Ps { ratio }),
+        (ClassPolicy::Tdm, Some(terms)) => Some(CoordinatorClasses::Tdm {
+            ratio: terms.ratio,
+            period_ns: terms.tdm_period_ns,
+        }),
+        (ClassPolicy::Ps, Some(terms)) => Some(CoordinatorClasses::Ps { ratio: terms.ratio }),
         (ClassPolicy::Tdm | ClassPolicy::Ps, None) => None,
     }
 }
@@ -143,7 +155,10 @@ mod tests {
     fn settings_give_the_ratio_and_a_period_too_short_to_split_is_refused() {
         assert_eq!(
             check_settings(&settings(2, 1, 150_000_000)),
-            Ok(FairnessRatio::new(2, 1).unwrap())
+            Ok(ClassTerms {
+                ratio: FairnessRatio::new(2, 1).unwrap(),
+                tdm_period_ns: 150_000_000
+            })
         );
         let error = check_settings(&settings(2, 1, 1)).unwrap_err();
         assert!(error.contains("TDM period 1 ns"), "{error}");
@@ -154,13 +169,20 @@ mod tests {
     #[test]
     fn the_2dcs_modes_wait_for_the_ratio_and_the_others_need_none() {
         let ratio = FairnessRatio::new(3, 1).unwrap();
+        let terms = ClassTerms {
+            ratio,
+            tdm_period_ns: 40_000_000,
+        };
         assert_eq!(class_order(ClassPolicy::Tdm, None), None);
         assert_eq!(
-            class_order(ClassPolicy::Tdm, Some(ratio)),
-            Some(CoordinatorClasses::Tdm { ratio })
+            class_order(ClassPolicy::Tdm, Some(terms)),
+            Some(CoordinatorClasses::Tdm {
+                ratio,
+                period_ns: 40_000_000
+            })
         );
         assert_eq!(
-            class_order(ClassPolicy::Ps, Some(ratio)),
+            class_order(ClassPolicy::Ps, Some(terms)),
             Some(CoordinatorClasses::Ps { ratio })
         );
         assert_eq!(
@@ -168,7 +190,7 @@ mod tests {
             Some(CoordinatorClasses::Off)
         );
         assert_eq!(
-            class_order(ClassPolicy::Config, Some(ratio)),
+            class_order(ClassPolicy::Config, Some(terms)),
             Some(CoordinatorClasses::Config)
         );
     }

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cosched_policy::{classes::FairnessRatio, local::PolicyKind};
+use cosched_policy::local::PolicyKind;
 use cosched_proto::{
     control::JobState,
     job::{JobId, JobSpec},
@@ -20,7 +20,7 @@ use cosched_proto::{
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::{
-    classes::{announced, check_settings, class_order, frame_entries, frame_report},
+    classes::{ClassTerms, announced, check_settings, class_order, frame_entries, frame_report},
     config::CoordinatorConfig,
     exits::ExitLog,
     link::{self, LinkConfig, LinkEvent, LinkHandle},
@@ -112,8 +112,8 @@ pub struct CoordNode {
     peer: Option<ProtocolVersion>,
     /// What the global policy asks of the class overlay.
     class_policy: ClassPolicy,
-    /// The ratio of the last `ClassSettings` of this connection.
-    ratio: Option<FairnessRatio>,
+    /// The ratio and Δ of the last `ClassSettings` of this connection.
+    ratio: Option<ClassTerms>,
     /// The last (epoch, division) applied.
     last_division: Option<(u64, u64)>,
     /// When the next periodic `FrameReport` is due.
@@ -536,8 +536,8 @@ impl CoordNode {
     /// `ClassSettings`: the ratio (and Δ) of the BE/RT policies. Settings
     /// that cannot be used are refused and change nothing.
     fn on_class_settings(&mut self, settings: &ClassSettings) -> Vec<Action> {
-        let ratio = match check_settings(settings) {
-            Ok(ratio) => ratio,
+        let terms = match check_settings(settings) {
+            Ok(terms) => terms,
             Err(why) => {
                 self.refused(format!(
                     "class settings refused: {why}; the running ones stay"
@@ -545,10 +545,10 @@ impl CoordNode {
                 return Vec::new();
             }
         };
-        if self.ratio == Some(ratio) {
+        if self.ratio == Some(terms) {
             return Vec::new();
         }
-        self.ratio = Some(ratio);
+        self.ratio = Some(terms);
         match self.class_policy {
             ClassPolicy::Tdm | ClassPolicy::Ps => class_order(self.class_policy, self.ratio)
                 .map(Action::SetClasses)

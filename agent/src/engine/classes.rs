@@ -9,7 +9,10 @@
 //! by the restore ledger like any other.
 use cosched_agent_common::TaskStats;
 use cosched_policy::{
-    classes::{DeadlineParams, Division, PriorityBand, RtTask, deadline_params},
+    classes::{
+        DEFAULT_GRACE_PERIODS, DeadlineParams, Division, DivisionSource, PriorityBand, RtTask,
+        deadline_params,
+    },
     local::{Level, TaskId},
 };
 
@@ -59,11 +62,14 @@ impl<K: Kernel> Engine<K> {
                 self.apply_class_mode();
                 Ok(())
             }
-            CoordinatorClasses::Tdm { ratio } => self.set_class_mode(Some(ClassMode::Tdm {
-                ratio,
-                rt_band: None,
-                be_under_rt: BeUnderRt::Capped,
-            })),
+            CoordinatorClasses::Tdm { ratio, period_ns } => {
+                self.set_class_mode(Some(ClassMode::Tdm {
+                    ratio,
+                    rt_band: None,
+                    be_under_rt: BeUnderRt::Capped,
+                    period_ns,
+                }))
+            }
             CoordinatorClasses::Ps { ratio } => self.set_class_mode(Some(ClassMode::Ps {
                 params: cosched_policy::classes::PsParams {
                     ratio,
@@ -77,8 +83,11 @@ impl<K: Kernel> Engine<K> {
     /// A 2DCS-TDM division started on the coordinator's clock (its
     /// `SwitchDivision`); ignored outside TDM.
     pub fn division_started(&mut self, division: Division) {
-        if self.classes.division_started(division.class) {
-            let now = self.k.now_ns();
+        let now = self.k.now_ns();
+        if self.classes.division_source() == Some(DivisionSource::Local) {
+            tracing::info!("the coordinator's 2DCS-TDM divisions resumed");
+        }
+        if self.classes.division_started(division.class, now) {
             self.decide_classes(now, None);
         }
     }
@@ -226,7 +235,15 @@ impl<K: Kernel> Engine<K> {
                 )
             })
             .collect();
+        let source = self.classes.division_source();
         let changes = self.classes.decide(now_ns, &rt, be_ready);
+        if source == Some(DivisionSource::Coordinator)
+            && self.classes.division_source() == Some(DivisionSource::Local)
+        {
+            tracing::warn!(
+                "no 2DCS-TDM division from the coordinator for {DEFAULT_GRACE_PERIODS} periods: running the node's own division clock (same ratio and period) until its divisions resume"
+            );
+        }
         let tids: Vec<u32> = self
             .reg
             .tasks()

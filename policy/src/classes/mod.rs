@@ -53,6 +53,6 @@ pub use ps::{PsNode, PsParams, Readiness};
 pub use ratio::{Class, FairnessRatio, RatioError};
 pub use spec::{RtSpec, RtSpecError};
 pub use tdm::{
-    AllocationError, ClassDecision, Division, DivisionClock, DivisionCost, DivisionError, Laxity,
-    RtLoadModel, TdmEvent, TdmNode,
+    AllocationError, ClassDecision, DEFAULT_GRACE_PERIODS, Division, DivisionClock, DivisionCost,
+    DivisionError, DivisionFallback, DivisionSource, Laxity, RtLoadModel, TdmEvent, TdmNode,
 };

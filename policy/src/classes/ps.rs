@@ -12,6 +12,15 @@
 //!   class's virtual time, so credit saved while asleep cannot be spent
 //!   monopolising the node on return.
 //!
+//! - A class with nothing ready while the other runs is *armed* when it
+//!   would take the CPU the moment it became ready ([`PsNode::takes_cpu_on_return`]):
+//!   it is at or behind its share. The node cannot see every wakeup when
+//!   it happens (a task woken by its timer is seen at its next switch-in),
+//!   so the agent leaves an armed class's tasks able to preempt the other
+//!   class at their wakeup, as the paper's scheduling event "I/O
+//!   completion" would; a class ahead of its share waits for the next
+//!   event that finds it behind.
+//!
 //! Two readings of §4.3 are ours:
 //! - The paper says the returning class's virtual time "is set equal to that
 //!   of the other class". If it was ahead, lowering it would reward blocking
@@ -119,6 +128,24 @@ impl PsNode {
         self.ready = ready;
         self.running = self.choose();
         self.running
+    }
+
+    /// Whether `class`, having nothing ready at the last event, would be
+    /// chosen if it became ready now: the other class runs and the
+    /// returning class's virtual time (after the return rule) is not
+    /// ahead of the other's (a tie goes to RT). False for a class that is
+    /// ready (it is chosen or not by [`Self::on_event`]) and when nothing
+    /// runs (the class would run anyway).
+    pub fn takes_cpu_on_return(&self, class: Class) -> bool {
+        if self.ready.of(class) || self.running != Some(class.other()) {
+            return false;
+        }
+        let other = self.vt[slot(class.other())];
+        let returning = self.vt[slot(class)].max(other.saturating_sub(self.credit));
+        match class {
+            Class::RealTime => returning <= other,
+            Class::BestEffort => returning < other,
+        }
     }
 
     /// The class's virtual time in ns (rounded down).

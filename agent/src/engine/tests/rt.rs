@@ -62,6 +62,7 @@ fn tdm() -> ClassMode {
         ratio: FairnessRatio::new(2, 1).unwrap(),
         rt_band: None,
         be_under_rt: BeUnderRt::Capped,
+        period_ns: 0,
     }
 }
 

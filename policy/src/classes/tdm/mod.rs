@@ -4,6 +4,8 @@
 //!
 //! - [`DivisionClock`]: the cluster-wide alternation of RT and BE divisions.
 //! - [`decide`], [`TdmNode`]: which class runs on a node now, with lending.
+//! - [`DivisionFallback`]: the node's own division clock when the
+//!   coordinator's divisions stop arriving.
 //! - [`allocate_rt`], [`allocate_be`]: initial allocation (also 2DCS-PS's).
 //! - [`admit_deterministic`]: the paper's admission rule (also 2DCS-PS's).
 //! - [`RtLoadModel`]: the load and capacity those rules compare, with the
@@ -12,6 +14,7 @@
 mod admission;
 mod allocation;
 mod division;
+mod fallback;
 mod load;
 mod node;
 
@@ -20,5 +23,6 @@ pub(crate) use admission::window_fit;
 pub use allocation::{AllocationError, Laxity, allocate_be, allocate_rt};
 pub(crate) use allocation::{Taken, check_spread, node_loads};
 pub use division::{Division, DivisionClock, DivisionError};
+pub use fallback::{DEFAULT_GRACE_PERIODS, DivisionFallback, DivisionSource};
 pub use load::{DivisionCost, RtLoadModel};
 pub use node::{ClassDecision, TdmEvent, TdmNode, decide};

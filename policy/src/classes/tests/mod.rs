@@ -3,6 +3,7 @@
 mod accounting_invariants;
 mod admission_scenarios;
 mod allocation_scenarios;
+mod division_fallback_scenarios;
 mod edf_scenarios;
 mod frames_scenarios;
 mod invariants;

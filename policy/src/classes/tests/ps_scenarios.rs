@@ -112,3 +112,41 @@ fn with_nothing_ready_the_node_idles_and_idle_time_is_charged_to_nobody() {
     assert_eq!(node.on_event(500, ready(true, false)), Some(RT));
     assert_eq!((node.run_time_ns(RT), node.run_time_ns(BE)), (0, 10));
 }
+
+#[test]
+fn a_blocked_rt_class_behind_its_share_is_armed_to_take_the_cpu_at_its_wakeup() {
+    let mut node = node(0);
+    node.on_event(0, ready(true, true));
+    // RT ran 1 ms (vt_RT 1.5 ms) and blocked on its timer; BE runs.
+    assert_eq!(node.on_event(1_000_000, ready(false, true)), Some(BE));
+    // BE has not caught up yet (vt_BE 0.3 ms): a wakeup now would find RT
+    // ahead of its share, and BE keeps the CPU.
+    assert_eq!(node.on_event(1_100_000, ready(false, true)), Some(BE));
+    assert!(!node.takes_cpu_on_return(RT));
+    // BE ran 0.5 ms in all (vt_BE 1.5 ms): the tie goes to RT, so a
+    // waking RT task takes the CPU at once.
+    assert_eq!(node.on_event(1_500_000, ready(false, true)), Some(BE));
+    assert!(node.takes_cpu_on_return(RT));
+    // It stays armed however long BE runs.
+    assert_eq!(node.on_event(9_000_000, ready(false, true)), Some(BE));
+    assert!(node.takes_cpu_on_return(RT));
+    // When the RT task is seen ready, RT runs by the return rule.
+    assert_eq!(node.on_event(10_000_000, ready(true, true)), Some(RT));
+    assert!(!node.takes_cpu_on_return(RT), "ready: not armed");
+}
+
+#[test]
+fn a_blocked_be_class_is_armed_only_when_strictly_behind_and_nothing_is_armed_on_an_idle_node() {
+    let mut node = node(0);
+    node.on_event(0, ready(true, true));
+    // RT ran 1 ms: vt_RT 1.5 ms; BE then ran until vt_BE 1.5 ms and blocked.
+    node.on_event(1_000_000, ready(true, true));
+    assert_eq!(node.on_event(1_500_000, ready(true, false)), Some(RT));
+    // RT runs with vt_RT = vt_BE: a waking BE task would lose the tie.
+    assert!(!node.takes_cpu_on_return(BE));
+    node.on_event(1_600_000, ready(true, false));
+    assert!(!node.takes_cpu_on_return(BE), "RT is now ahead, BE at par");
+    // Nothing ready: whichever class wakes runs anyway.
+    node.on_event(2_000_000, ready(false, false));
+    assert!(!node.takes_cpu_on_return(RT) && !node.takes_cpu_on_return(BE));
+}
