@@ -115,6 +115,7 @@ fn srun_steps_become_gang_sliced_jobs_unless_opted_out() {
             slice_ms: 10,
             stop_inactive: true,
             bin_dir: None,
+            classes: None,
         }),
         slurm: true,
         ..UpOptions::default()

@@ -412,6 +412,7 @@ mod tests {
             slice_ms: 10,
             stop_inactive: true,
             bin_dir: Some("/b".into()),
+            classes: None,
         };
         cluster.coordinator = Some(
             crate::cluster::CoordinatorNode::plan(&cluster, &options, Path::new("/r")).unwrap(),

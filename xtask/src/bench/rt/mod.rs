@@ -260,6 +260,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
             bin_dir: Some(bin.dir().to_path_buf()),
             classes: Some(classes_table(Admission::None)),
         }),
+        ..UpOptions::default()
     };
     let started = std::time::Instant::now();
     let (rows, interrupted) =
