@@ -19,7 +19,11 @@ fn job(id: u64, works: &[u64]) -> RtJob {
 
 /// One single-process job per node, of the given work per frame.
 fn loaded(works: &[u64]) -> ClassLedger {
-    let mut ledger = ClassLedger::new(works.len());
+    place_one_per_node(ClassLedger::new(works.len()), works)
+}
+
+/// `works[n]` placed as job 100 + n's only process on node n of `ledger`.
+fn place_one_per_node(mut ledger: ClassLedger, works: &[u64]) -> ClassLedger {
     for (node, &work) in works.iter().enumerate() {
         let id = 100 + node as u64;
         ledger.place_rt(
@@ -113,18 +117,7 @@ fn an_empty_cluster_cannot_place_an_rt_job() {
 
 /// [`loaded`] on a ledger of one process per node.
 fn loaded_spread(works: &[u64]) -> ClassLedger {
-    let mut ledger = ClassLedger::one_process_per_node(works.len());
-    for (node, &work) in works.iter().enumerate() {
-        let id = 100 + node as u64;
-        ledger.place_rt(
-            &job(id, &[work]),
-            RtPlacement {
-                job: JobId(id),
-                nodes: vec![node],
-            },
-        );
-    }
-    ledger
+    place_one_per_node(ClassLedger::one_process_per_node(works.len()), works)
 }
 
 #[test]
