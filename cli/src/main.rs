@@ -3,7 +3,9 @@
 //! (`node ...`), and run jobs that a launcher starts (`attach`, `join`).
 mod launcher;
 
-use std::{path::PathBuf, process::ExitCode, time::Duration};
+use std::{collections::BTreeMap, path::PathBuf, process::ExitCode, time::Duration};
+
+use cosched_policy::global::OffsetEstimate;
 
 use clap::{Parser, Subcommand};
 use cosched::{args, tables};
@@ -179,12 +181,17 @@ enum Command {
     },
     /// Record a timeline on several agents at once and draw it, nodes one
     /// above the other on their common clock (CLOCK_MONOTONIC: shared by
-    /// the nodes of a one-machine cluster; on separate machines the clocks
-    /// differ by their boot times, see docs/timeline.md).
+    /// the nodes of a one-machine cluster; nodes on separate machines need
+    /// `--coordinator-clock`, see docs/timeline.md).
     Timeline {
         /// An agent's control socket (repeat for each node).
         #[arg(long = "agent-socket", required = true)]
         agent_sockets: Vec<PathBuf>,
+        /// Move every node's recording onto the coordinator's clock with
+        /// the clock offsets the coordinator estimates from heartbeats
+        /// (asked through --socket): for agents on separate machines.
+        #[arg(long)]
+        coordinator_clock: bool,
         #[command(flatten)]
         what: TimelineFlags,
     },
@@ -263,9 +270,41 @@ struct TimelineFlags {
     title: Option<String>,
 }
 
+/// Every node's clock offset as the coordinator estimates it now.
+fn clock_offsets(
+    socket: &std::path::Path,
+    timeout: Duration,
+) -> Result<BTreeMap<String, Option<OffsetEstimate>>, String> {
+    let reply = Client::connect(socket)
+        .and_then(|mut client| client.call(&Request::Nodes, timeout))
+        .map_err(|e| e.to_string())?;
+    let Reply::Nodes { nodes } = reply else {
+        return Err(format!("unexpected answer to nodes: {reply:?}"));
+    };
+    Ok(nodes
+        .into_iter()
+        .map(|node| {
+            let estimate = node.clock_offset_ns.zip(node.clock_uncertainty_ns).map(
+                |(offset_ns, uncertainty_ns)| OffsetEstimate {
+                    offset_ns,
+                    round_trip_ns: uncertainty_ns.saturating_mul(2),
+                    uncertainty_ns,
+                },
+            );
+            (node.name, estimate)
+        })
+        .collect())
+}
+
 impl TimelineFlags {
-    fn run(self, sockets: Vec<PathBuf>, json: bool) -> ExitCode {
+    fn run(
+        self,
+        sockets: Vec<PathBuf>,
+        align: Option<BTreeMap<String, Option<OffsetEstimate>>>,
+        json: bool,
+    ) -> ExitCode {
         let args = cosched::timeline::TimelineArgs {
+            align,
             sockets,
             seconds: self.seconds,
             max_events: self.max_events,
@@ -438,7 +477,7 @@ fn main() -> ExitCode {
         Command::Node {
             agent_socket,
             action: NodeAction::Timeline { what },
-        } => return what.run(vec![agent_socket], cli.json),
+        } => return what.run(vec![agent_socket], None, cli.json),
         Command::Node {
             agent_socket,
             action,
@@ -472,8 +511,22 @@ fn main() -> ExitCode {
         }
         Command::Timeline {
             agent_sockets,
+            coordinator_clock,
             what,
-        } => return what.run(agent_sockets, cli.json),
+        } => {
+            let align = if coordinator_clock {
+                match clock_offsets(&cli.socket, timeout) {
+                    Ok(estimates) => Some(estimates),
+                    Err(message) => {
+                        eprintln!("cosched: --coordinator-clock: {message}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                None
+            };
+            return what.run(agent_sockets, align, cli.json);
+        }
         _ => {}
     }
     let policy_only = matches!(cli.command, Command::Policy { action: None });

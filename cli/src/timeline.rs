@@ -2,12 +2,14 @@
 //! for a while, then write the recordings as SVG (and JSON) and print a
 //! summary.
 use std::{
+    collections::BTreeMap,
     path::{Path, PathBuf},
     time::Duration,
 };
 
+use cosched_policy::global::OffsetEstimate;
 use cosched_proto::timeline::NodeTimeline;
-use cosched_timeline::{record::record_all, summary::summary, svg};
+use cosched_timeline::{clock::align_all, record::record_all, summary::summary, svg};
 
 /// What to record and where to write it.
 pub struct TimelineArgs {
@@ -17,6 +19,10 @@ pub struct TimelineArgs {
     pub svg: Option<PathBuf>,
     pub json_file: Option<PathBuf>,
     pub title: Option<String>,
+    /// Move every recording onto the coordinator's clock with these
+    /// estimates (node name → its offset, `None` before the first one):
+    /// for nodes on separate machines.
+    pub align: Option<BTreeMap<String, Option<OffsetEstimate>>>,
 }
 
 /// The recordings, written where asked; returns the summary text.
@@ -33,6 +39,12 @@ pub fn run(args: &TimelineArgs) -> Result<(Vec<NodeTimeline>, String), String> {
         args.max_events,
     )
     .map_err(|e| e.to_string())?;
+    let nodes = match &args.align {
+        Some(estimates) => {
+            align_all(&nodes, estimates, "coordinator").map_err(|e| e.to_string())?
+        }
+        None => nodes,
+    };
     let title = args.title.clone().unwrap_or_else(|| {
         let names: Vec<&str> = nodes.iter().map(|n| n.node.as_str()).collect();
         format!("cosched timeline: {}", names.join(", "))

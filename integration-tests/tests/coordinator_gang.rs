@@ -91,10 +91,65 @@ fn each_job_runs_only_in_its_own_slots_and_nodes_switch_together() {
         coordinator.metric("cosched_slice_switch_skew_seconds_count", &[]) >= samples as f64,
         "the histogram counts every slice"
     );
+    timeline_on_the_coordinator_clock_numbers_the_same_slices_on_both_nodes(&cluster);
     for id in [a, b] {
         let done = coordinator.wait_job(id, Duration::from_secs(15), |job| state(job) != "running");
         assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
     }
+}
+
+/// `cosched timeline --coordinator-clock` on the running gang: both nodes'
+/// recordings moved onto the coordinator's clock (on one machine the offset
+/// is about 0), every slice change numbered, the same numbers on both nodes
+/// at about the same instant.
+fn timeline_on_the_coordinator_clock_numbers_the_same_slices_on_both_nodes(cluster: &TestCluster) {
+    let sockets: Vec<String> = cluster
+        .agents
+        .iter()
+        .map(|agent| agent.socket.display().to_string())
+        .collect();
+    let mut args = vec!["timeline", "--coordinator-clock", "--seconds", "0.5"];
+    for socket in &sockets {
+        args.extend(["--agent-socket", socket.as_str()]);
+    }
+    let nodes = cluster.coordinator.call(&args);
+    let nodes = nodes.as_array().expect("one recording per node");
+    assert_eq!(nodes.len(), 2, "{nodes:#?}");
+    let mut numbered: Vec<std::collections::BTreeMap<(u64, u64), u64>> = Vec::new();
+    for node in nodes {
+        let clock = &node["clock"];
+        assert_eq!(clock["reference"], "coordinator", "{clock:#}");
+        // One machine, one CLOCK_MONOTONIC: the estimate is about 0.
+        let offset = clock["offset_ns"].as_i64().unwrap();
+        assert!(offset.abs() < 5_000_000, "offset {offset} ns");
+        let slices = node["slices"].as_array().unwrap();
+        assert!(slices.len() >= 5, "0.5 s of 50 ms slices: {slices:#?}");
+        numbered.push(
+            slices
+                .iter()
+                .filter_map(|s| {
+                    let n = s.get("number")?;
+                    Some((
+                        (n["epoch"].as_u64()?, n["slice"].as_u64()?),
+                        s["ts_ns"].as_u64()?,
+                    ))
+                })
+                .collect(),
+        );
+    }
+    let common: Vec<u64> = numbered[0]
+        .iter()
+        .filter_map(|(n, at)| Some(numbered[1].get(n)?.abs_diff(*at)))
+        .collect();
+    assert!(
+        common.len() >= 5,
+        "slice numbers both nodes recorded: {numbered:?}"
+    );
+    // The same slice started on both nodes within the switch skew, not a
+    // slice (50 ms) apart.
+    let mut gaps = common.clone();
+    gaps.sort_unstable();
+    assert!(gaps[gaps.len() / 2] < 10_000_000, "gaps {gaps:?} ns");
 }
 
 #[test]

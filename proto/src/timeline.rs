@@ -46,6 +46,25 @@ pub struct NodeTimeline {
     /// Records the eBPF side could not queue (its ring buffer was full).
     #[serde(default)]
     pub lost: u64,
+    /// Set when the timestamps were moved onto another machine's clock
+    /// (`cosched timeline --coordinator-clock`); absent: the node's own
+    /// CLOCK_MONOTONIC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockAlignment>,
+}
+
+/// How a recording was moved onto a reference clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockAlignment {
+    /// Whose clock the timestamps are now on ("coordinator").
+    pub reference: String,
+    /// The node's clock minus the reference clock, ns (subtracted from
+    /// every timestamp).
+    pub offset_ns: i64,
+    /// The true offset lies within `offset_ns ± uncertainty_ns`: two nodes'
+    /// events closer than the sum of their uncertainties may be drawn in
+    /// the wrong order.
+    pub uncertainty_ns: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,6 +113,18 @@ pub struct Action {
 pub struct Slice {
     pub ts_ns: u64,
     pub active: Option<Vec<JobId>>,
+    /// The coordinator's (epoch, slice) this change applied, when it came
+    /// from a slice switch: the same slice on every node, so separate
+    /// machines' recordings can be matched switch by switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<SliceNumber>,
+}
+
+/// A slice as the coordinator numbers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct SliceNumber {
+    pub epoch: u64,
+    pub slice: u64,
 }
 
 #[cfg(test)]
@@ -134,9 +165,11 @@ mod tests {
             slices: vec![Slice {
                 ts_ns: 14,
                 active: Some(vec![1]),
+                number: None,
             }],
             truncated: false,
             lost: 0,
+            clock: None,
         };
         let j = serde_json::to_string(&t).unwrap();
         assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);

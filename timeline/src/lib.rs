@@ -5,8 +5,10 @@
 //! drawn as SVG with the nodes one above the other on a common clock.
 //!
 //! [`model`] turns records into intervals, [`svg`] lays them out and
-//! writes the SVG, [`summary`] says it in text: all pure. [`record`] is the
+//! writes the SVG, [`summary`] says it in text, [`clock`] moves separate
+//! machines' recordings onto the coordinator's clock: all pure. [`record`] is the
 //! one part that talks to agents (their control sockets).
+pub mod clock;
 pub mod model;
 pub mod record;
 pub mod summary;

@@ -420,14 +420,17 @@ mod tests {
             Slice {
                 ts_ns: 150,
                 active: Some(vec![2]),
+                number: None,
             },
             Slice {
                 ts_ns: 110,
                 active: Some(vec![1]),
+                number: None,
             },
             Slice {
                 ts_ns: 300,
                 active: None,
+                number: None,
             },
         ];
         let i = NodeIntervals::of(&t);

@@ -29,6 +29,15 @@ pub fn summary(nodes: &[NodeTimeline]) -> String {
                 String::new()
             }
         );
+        if let Some(clock) = &t.clock {
+            let _ = writeln!(
+                s,
+                "  on the {} clock: offset {:+.1} µs ± {:.1} µs",
+                clock.reference,
+                clock.offset_ns as f64 / 1e3,
+                clock.uncertainty_ns as f64 / 1e3
+            );
+        }
         for job in i.jobs() {
             let name = t
                 .jobs

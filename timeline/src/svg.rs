@@ -622,6 +622,7 @@ mod tests {
         t.slices = vec![Slice {
             ts_ns: 5_000_000,
             active: Some(vec![2]),
+            number: None,
         }];
         let sc = scene("acts", &[t]);
         let levels: Vec<&str> = sc.rects_of("level").map(|r| r.fill.as_str()).collect();

@@ -36,6 +36,8 @@ mod tests;
 pub use config::CoordinatorConfig;
 pub use node::{Action, CoordNode, CoordReceivers};
 
+use cosched_proto::timeline::SliceNumber;
+
 use crate::{engine::Engine, kernel::Kernel};
 
 /// Carries out, in order, the node side's actions that are for the engine
@@ -53,7 +55,13 @@ pub fn apply_to_engine<K: Kernel>(
             Action::SetGang(gang) => engine.set_gang(gang),
             Action::SlotStarted { owner, until_ns } => engine.slot_started(owner, until_ns),
             Action::PrepareToStop => engine.prepare_to_stop(),
-            Action::Switched(switch) => node.switched(engine, &switch),
+            Action::Switched(switch) => {
+                engine.slice_switched(SliceNumber {
+                    epoch: switch.epoch,
+                    slice: switch.slice,
+                });
+                node.switched(engine, &switch);
+            }
             Action::SetClasses(order) => {
                 if let Err(error) = engine.set_coordinator_classes(order) {
                     node.refused(format!("class mode {order:?} refused: {error}"));

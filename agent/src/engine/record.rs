@@ -7,8 +7,8 @@
 use cosched_agent_common::{TimelineRecord, timeline_kind};
 use cosched_policy::local::Level;
 use cosched_proto::timeline::{
-    Action, DEFAULT_MAX_EVENTS, MAX_DURATION_MS, MAX_EVENTS, NodeTimeline, Slice, Spin, Switch,
-    TimelineJob,
+    Action, DEFAULT_MAX_EVENTS, MAX_DURATION_MS, MAX_EVENTS, NodeTimeline, Slice, SliceNumber,
+    Spin, Switch, TimelineJob,
 };
 
 use super::{Engine, realise::level_name};
@@ -57,6 +57,7 @@ fn slice_of(gang: Option<&super::Gang>, ts_ns: u64) -> Slice {
             jobs.sort_unstable();
             jobs
         }),
+        number: None,
     }
 }
 
@@ -253,5 +254,22 @@ impl<K: Kernel> Engine<K> {
         r.timeline
             .slices
             .push(slice_of(self.gang.as_ref(), self.k.now_ns()));
+    }
+
+    /// The coordinator's switch to `number` was applied: the slice change
+    /// it made (recorded just before, by the gang overlay) gets its number,
+    /// so recordings of separate machines can be matched slice by slice.
+    /// A switch that changed nothing on this node has no record to number.
+    pub fn slice_switched(&mut self, number: SliceNumber) {
+        let Some(last) = self
+            .recording
+            .as_mut()
+            .and_then(|r| r.timeline.slices.last_mut())
+        else {
+            return;
+        };
+        if last.number.is_none() {
+            last.number = Some(number);
+        }
     }
 }

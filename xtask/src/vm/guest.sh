@@ -292,7 +292,21 @@ agent_vm() {
         log_tail /tmp/agent.log 20
     fi
     say DONE
-    # The coordinator VM drives the gang jobs; the host stops this VM.
+    # The coordinator VM drives the gang jobs. Once they run, record a
+    # second of this node's timeline (on its own clock): the host puts n1's
+    # and n2's recordings on the coordinator's clock with its offset
+    # estimates (as `cosched timeline --coordinator-clock` does) and checks
+    # that the same numbered slice switch lines up. The host stops this VM.
+    if wait_for 3000 sh -c "[ \"\$(wget -qO- http://127.0.0.1:9464/metrics | grep '^cosched_gang_mode ' | awk '{print \$NF}')\" = 1 ]"; then
+        sleep 1
+        if cosched node timeline --seconds 1 --max-events 4000 --json-file /tmp/timeline.json >/tmp/timeline.txt 2>&1; then
+            say DATA timeline "$(cat /tmp/timeline.json)"
+        else
+            say DATA timeline-error "$(tr '\n' ' ' </tmp/timeline.txt)"
+        fi
+    else
+        say DATA timeline-error "gang mode never started on this node"
+    fi
     while true; do sleep 60; done
 }
 
@@ -342,6 +356,7 @@ EOF
             while read -r line; do say DATA "gang-cpu-$n" "$line"; done
     done
     say DATA status "$(cosched --json status 2>&1 | tr -d '\n')"
+    say DATA nodes "$(cosched --json nodes 2>&1 | tr -d '\n')"
     done_jobs=0
     for id in $A $B; do
         wait_for 600 sh -c "cosched --json job $id 2>/dev/null | tr -d ' \n' | grep -q '\"state\":\"completed\"'" &&

@@ -2,7 +2,11 @@
 //! checks with a verdict each: pure functions over the lines, so every rule
 //! is tested without a VM.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, time::Duration};
+
+use cosched_policy::global::OffsetEstimate;
+use cosched_proto::timeline::{NodeTimeline, SliceNumber};
+use cosched_timeline::clock::align_all;
 
 use serde_json::Value;
 
@@ -23,14 +27,29 @@ pub const AGENT_CHECKS: [&str; 8] = [
 ];
 /// Checks of the coordinator's VM (the gang ones are decided here from its
 /// DATA lines).
-pub const COORDINATOR_CHECKS: [&str; 6] = [
+pub const COORDINATOR_CHECKS: [&str; 7] = [
     "network",
     "coordinator",
     "nodes_joined",
     "gang_slices",
     "gang_skew",
+    "timeline_clock",
     "gang_jobs_completed",
 ];
+
+/// The second agent's VM boots this much later than the others, so its
+/// CLOCK_MONOTONIC is behind theirs by about as much.
+pub const CLOCK_STAGGER: Duration = Duration::from_millis(1500);
+/// Own-clock gap the two agents' recordings must show for the same slice
+/// switch, so that a timeline left on the nodes' clocks (or moved the wrong
+/// way) cannot pass for aligned.
+const MIN_OWN_CLOCK_GAP_NS: u64 = 1_000_000_000;
+/// Largest gap allowed between the same slice switch on two nodes once
+/// both are on the coordinator's clock: the switch skew (p99 ~20 ms under
+/// TCG) plus the offsets' uncertainty, well under the 50 ms slice.
+const MAX_ALIGNED_GAP_NS: u64 = 20_000_000;
+/// Slice switches both recordings must have (1 s of 50 ms slices has ~20).
+const MIN_MATCHED_SLICES: usize = 5;
 
 /// Tracepoints the agent cannot start without (the others are optional
 /// waiting detectors).
@@ -205,6 +224,7 @@ pub fn decide(guests: &BTreeMap<String, Guest>) -> Vec<Check> {
         out.extend(reported(COORDINATOR_VM, c, &["nodes_joined"]));
         out.push(gang_slices(c));
         out.push(gang_skew(c));
+        out.push(timeline_clock(guests));
         out.extend(reported(COORDINATOR_VM, c, &["gang_jobs_completed"]));
     }
     out
@@ -393,6 +413,129 @@ fn gang_skew(coordinator: &Guest) -> Check {
     }
 }
 
+/// Every node's clock offset estimate as the coordinator listed them
+/// (`cosched --json nodes`).
+fn offsets(coordinator: &Guest) -> Result<BTreeMap<String, Option<OffsetEstimate>>, String> {
+    let text = coordinator
+        .data("nodes")
+        .last()
+        .copied()
+        .ok_or("the coordinator did not list its nodes")?;
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("nodes: {e}: {text}"))?;
+    let list = value["nodes"]["nodes"]
+        .as_array()
+        .or(value["nodes"].as_array())
+        .ok_or_else(|| format!("no node list in {text}"))?;
+    Ok(list
+        .iter()
+        .filter_map(|n| {
+            let name = n["name"].as_str()?.to_string();
+            let estimate = n["clock_offset_ns"].as_i64().map(|offset_ns| {
+                let uncertainty_ns = n["clock_uncertainty_ns"].as_u64().unwrap_or(0);
+                OffsetEstimate {
+                    offset_ns,
+                    round_trip_ns: 2 * uncertainty_ns,
+                    uncertainty_ns,
+                }
+            });
+            Some((name, estimate))
+        })
+        .collect())
+}
+
+fn recording(guests: &BTreeMap<String, Guest>, vm: &str) -> Result<NodeTimeline, String> {
+    let guest = guests.get(vm).ok_or(format!("{vm}: no console"))?;
+    if let Some(text) = guest.data("timeline").last() {
+        return serde_json::from_str::<Vec<NodeTimeline>>(text)
+            .map_err(|e| format!("{vm}: timeline: {e}"))?
+            .into_iter()
+            .next()
+            .ok_or(format!("{vm}: empty recording"));
+    }
+    Err(format!(
+        "{vm}: {}",
+        guest
+            .data("timeline-error")
+            .last()
+            .copied()
+            .unwrap_or("no timeline recorded")
+    ))
+}
+
+/// Gap between two nodes' instants of each slice switch both recorded,
+/// by slice number: second minus first, ns.
+fn slice_gaps(a: &NodeTimeline, b: &NodeTimeline) -> Vec<i128> {
+    let of = |t: &NodeTimeline| -> BTreeMap<SliceNumber, u64> {
+        t.slices
+            .iter()
+            .filter_map(|s| Some((s.number?, s.ts_ns)))
+            .collect()
+    };
+    let (a, b) = (of(a), of(b));
+    a.iter()
+        .filter_map(|(n, at)| Some(i128::from(*b.get(n)?) - i128::from(*at)))
+        .collect()
+}
+
+fn median_abs(gaps: &[i128]) -> u64 {
+    let mut abs: Vec<u64> = gaps
+        .iter()
+        .map(|g| u64::try_from(g.unsigned_abs()).unwrap_or(u64::MAX))
+        .collect();
+    abs.sort_unstable();
+    abs.get(abs.len() / 2).copied().unwrap_or(0)
+}
+
+/// Separate machines' timelines on one clock: n1's and n2's recordings (each
+/// on its own CLOCK_MONOTONIC, n2 booted [`CLOCK_STAGGER`] later) moved onto
+/// the coordinator's clock with its heartbeat offset estimates, by the same
+/// code as `cosched timeline --coordinator-clock`; the same numbered slice
+/// switch must then line up on both.
+fn timeline_clock(guests: &BTreeMap<String, Guest>) -> Check {
+    let decided = (|| -> Result<String, String> {
+        let raw = [
+            recording(guests, AGENT_VMS[0])?,
+            recording(guests, AGENT_VMS[1])?,
+        ];
+        let estimates = offsets(guests.get(COORDINATOR_VM).unwrap_or(&Guest::default()))?;
+        let aligned = align_all(&raw, &estimates, "coordinator").map_err(|e| e.to_string())?;
+        let own = slice_gaps(&raw[0], &raw[1]);
+        let on_coordinator = slice_gaps(&aligned[0], &aligned[1]);
+        let (own_gap, gap) = (median_abs(&own), median_abs(&on_coordinator));
+        let said = format!(
+            "{} slice switches in both recordings: n2 - n1 median {:.1} ms on their own clocks, {:.0} us on the coordinator's",
+            own.len(),
+            own_gap as f64 / 1e6,
+            gap as f64 / 1e3
+        );
+        if own.len() < MIN_MATCHED_SLICES {
+            Err(format!("{said}: fewer than {MIN_MATCHED_SLICES}"))
+        } else if own_gap < MIN_OWN_CLOCK_GAP_NS {
+            Err(format!(
+                "{said}: the clocks differ too little to tell (at least {} ms expected)",
+                MIN_OWN_CLOCK_GAP_NS / 1_000_000
+            ))
+        } else if gap > MAX_ALIGNED_GAP_NS {
+            Err(format!(
+                "{said}: more than {} ms apart once aligned",
+                MAX_ALIGNED_GAP_NS / 1_000_000
+            ))
+        } else {
+            Ok(said)
+        }
+    })();
+    let (verdict, detail) = match decided {
+        Ok(detail) => (Verdict::Pass, detail),
+        Err(detail) => (Verdict::Fail, detail),
+    };
+    Check {
+        vm: COORDINATOR_VM.into(),
+        name: "timeline_clock".into(),
+        verdict,
+        detail,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,12 +568,54 @@ mod tests {
         guest(&lines.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
+    /// Agent clock minus coordinator clock of n1 and n2 (n2 booted later).
+    const OFFSETS: [i64; 2] = [3_000_000, -1_497_000_000];
+
+    /// An agent VM that passed and recorded 20 slice switches at 50 ms, on
+    /// its own clock (`offset_ns` ahead of the coordinator's), each up to
+    /// `jitter_ns` late.
+    fn timed_agent(name: &str, offset_ns: i64, jitter_ns: u64) -> Guest {
+        use cosched_proto::timeline::Slice;
+        let slices = (0..20u64)
+            .map(|k| Slice {
+                ts_ns: (10_000_000_000 + k * 50_000_000 + (k % 3) * jitter_ns / 2)
+                    .checked_add_signed(offset_ns)
+                    .unwrap(),
+                active: Some(vec![1 + (k % 2) as u32]),
+                number: Some(SliceNumber {
+                    epoch: 1,
+                    slice: 100 + k,
+                }),
+            })
+            .collect();
+        let t = NodeTimeline {
+            node: name.into(),
+            cpus: vec![0],
+            slices,
+            ..NodeTimeline::default()
+        };
+        let mut g = passing_agent();
+        g.push_console_line(&format!(
+            "VMTEST DATA timeline {}",
+            serde_json::to_string(&[t]).unwrap()
+        ));
+        g
+    }
+
+    fn nodes_line(offsets: [i64; 2]) -> String {
+        format!(
+            r#"VMTEST DATA nodes {{"nodes":{{"nodes":[{{"name":"n1","clock_offset_ns":{},"clock_uncertainty_ns":40000}},{{"name":"n2","clock_offset_ns":{},"clock_uncertainty_ns":90000}}]}}}}"#,
+            offsets[0], offsets[1]
+        )
+    }
+
     fn coordinator(gang_lines: &[&str], status: &str) -> Guest {
         let mut lines = vec![
             "VMTEST CHECK network PASS eth0".to_string(),
             "VMTEST CHECK coordinator PASS up".into(),
             "VMTEST CHECK nodes_joined PASS both".into(),
             format!("VMTEST DATA status {status}"),
+            nodes_line(OFFSETS),
             "VMTEST CHECK gang_jobs_completed PASS 1 2".into(),
         ];
         lines.extend(gang_lines.iter().map(|l| l.to_string()));
@@ -463,12 +648,16 @@ mod tests {
         "VMTEST DATA gang-cpu-12 cosched_gang_job_cpu_seconds_total{job_id=\"2\",job=\"b\",slot=\"out\"} 0",
     ];
 
+    fn timed_agents() -> [Guest; 2] {
+        [
+            timed_agent("n1", OFFSETS[0], 300_000),
+            timed_agent("n2", OFFSETS[1], 0),
+        ]
+    }
+
     #[test]
     fn a_full_run_passes_every_check_and_reads_the_skew() {
-        let checks = run(
-            [passing_agent(), passing_agent()],
-            coordinator(&GANG_OK, STATUS),
-        );
+        let checks = run(timed_agents(), coordinator(&GANG_OK, STATUS));
         assert_eq!(
             checks.len(),
             2 * AGENT_CHECKS.len() + COORDINATOR_CHECKS.len()
@@ -479,6 +668,71 @@ mod tests {
         );
         let skew = checks.iter().find(|c| c.name == "gang_skew").unwrap();
         assert!(skew.detail.contains("40 slice switches") && skew.detail.contains("p50 200 us"));
+    }
+
+    #[test]
+    fn two_recordings_on_the_coordinator_clock_line_up_slice_by_slice() {
+        let checks = run(timed_agents(), coordinator(&GANG_OK, STATUS));
+        let c = checks.iter().find(|c| c.name == "timeline_clock").unwrap();
+        assert_eq!(c.verdict, Verdict::Pass, "{}", c.detail);
+        // 1.5 s apart on their own clocks, up to 300 us apart once aligned.
+        assert!(
+            c.detail.contains("20 slice switches") && c.detail.contains("median 1500."),
+            "{}",
+            c.detail
+        );
+    }
+
+    #[test]
+    fn recordings_moved_by_wrong_offsets_do_not_line_up() {
+        for wrong in [[0, 0], [OFFSETS[1], OFFSETS[0]], [-OFFSETS[0], -OFFSETS[1]]] {
+            let mut coord = coordinator(&GANG_OK, STATUS);
+            coord.push_console_line(&nodes_line(wrong));
+            let checks = run(timed_agents(), coord);
+            let c = checks.iter().find(|c| c.name == "timeline_clock").unwrap();
+            assert_eq!(c.verdict, Verdict::Fail, "{wrong:?}: {}", c.detail);
+            assert!(c.detail.contains("apart once aligned"), "{}", c.detail);
+        }
+    }
+
+    #[test]
+    fn clocks_too_close_to_tell_fail_rather_than_pass_by_chance() {
+        let agents = [timed_agent("n1", 1_000, 0), timed_agent("n2", 2_000, 0)];
+        let mut coord = coordinator(&GANG_OK, STATUS);
+        coord.push_console_line(&nodes_line([1_000, 2_000]));
+        let checks = run(agents, coord);
+        let c = checks.iter().find(|c| c.name == "timeline_clock").unwrap();
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.detail.contains("too little to tell"), "{}", c.detail);
+    }
+
+    #[test]
+    fn a_node_without_a_recording_or_an_offset_fails_the_timeline_check_naming_why() {
+        let mut failed = passing_agent();
+        failed.push_console_line("VMTEST DATA timeline-error gang mode never started on this node");
+        let checks = run(
+            [timed_agent("n1", OFFSETS[0], 0), failed],
+            coordinator(&GANG_OK, STATUS),
+        );
+        let c = checks.iter().find(|c| c.name == "timeline_clock").unwrap();
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(
+            c.detail.contains("n2: gang mode never started"),
+            "{}",
+            c.detail
+        );
+        let mut coord = coordinator(&GANG_OK, STATUS);
+        coord.push_console_line(
+            r#"VMTEST DATA nodes {"nodes":{"nodes":[{"name":"n1","clock_offset_ns":3000000,"clock_uncertainty_ns":1},{"name":"n2","clock_offset_ns":null}]}}"#,
+        );
+        let checks = run(timed_agents(), coord);
+        let c = checks.iter().find(|c| c.name == "timeline_clock").unwrap();
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(
+            c.detail.contains("no clock offset estimate"),
+            "{}",
+            c.detail
+        );
     }
 
     #[test]

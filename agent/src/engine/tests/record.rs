@@ -109,7 +109,8 @@ fn the_recording_holds_the_switches_the_levels_and_the_slices_of_the_jobs() {
         t.slices,
         [Slice {
             ts_ns: 30,
-            active: Some(vec![1])
+            active: Some(vec![1]),
+            number: None,
         }]
     );
     let levels: Vec<(u32, u64, &str)> = t
