@@ -55,6 +55,13 @@ pub struct Config {
     /// Control socket (JSON lines, mode 0600). Default /run/cosched/agent.sock.
     #[serde(default = "default_control_socket")]
     pub control_socket: PathBuf,
+    /// Also serve the user socket next to the control socket
+    /// (`agent-user.sock`, mode 0666): any local user may join and leave
+    /// its OWN processes there (checked with the socket's peer
+    /// credentials), for a Slurm TaskProlog or a launch prefix that runs
+    /// as the job's user. Default true.
+    #[serde(default = "yes")]
+    pub user_socket: bool,
     /// Restore journal, job logs and job registry. Default /var/lib/cosched.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
@@ -288,13 +295,14 @@ impl Config {
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 10] = [
+        let immutable: [(&'static str, bool); 11] = [
             ("node", self.node != new.node),
             // The agent pinned itself to its CPUs at start and the tasks it
             // manages were checked against them.
             ("cpus", self.cpus != new.cpus),
             ("metrics_listen", self.metrics_listen != new.metrics_listen),
             ("control_socket", self.control_socket != new.control_socket),
+            ("user_socket", self.user_socket != new.user_socket),
             ("state_dir", self.state_dir != new.state_dir),
             ("cgroup_root", self.cgroup_root != new.cgroup_root),
             // Tasks sit in the old directory's cgroups; moving them all at

@@ -11,7 +11,7 @@ use std::{
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineRecord};
 
 use super::{
-    FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy,
+    FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy, Uids,
     TaskControl, WaitDetectorState,
 };
 
@@ -308,6 +308,7 @@ impl Kernel for FakeKernel {
             kernel_thread: false,
             exe: Some(PathBuf::from("/usr/bin/app")),
             allowed_cpus: self.affinity(pid)?,
+            uids: Uids::of(self.uids.get(&pid).copied().unwrap_or(0)),
         })
     }
 

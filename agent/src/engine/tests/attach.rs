@@ -4,7 +4,7 @@
 use cosched_proto::control::{AttachTarget, LOCAL_JOB_IDS};
 
 use super::*;
-use crate::engine::AttachRequest;
+use crate::engine::{AttachRequest, Caller};
 use cosched_proto::wire::JobClass;
 
 const CG: &str = "/fake/unified/slurm/job_7";
@@ -300,4 +300,133 @@ fn a_launcher_daemon_is_followed_but_never_stopped_while_its_ranks_are() {
     }));
     assert!(e.k.tasks[&120].stopped);
     assert!(!e.k.tasks[&100].stopped);
+}
+
+const ALICE: u32 = 1000;
+const BOB: u32 = 1001;
+
+/// A process of `uid`.
+fn spawn_of(e: &mut Engine<FakeKernel>, pid: u32, uid: u32) {
+    e.k.spawn(pid, SchedAttr::other(0));
+    e.k.uids.insert(pid, uid);
+}
+
+#[test]
+fn a_user_joins_its_own_process_and_then_owns_the_job_on_this_node() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, ALICE);
+    assert_eq!(e.join_as(12, 100, false, false, Caller::User(ALICE)).unwrap(), 2);
+    assert_eq!(e.reg.job(12).unwrap().owner, Some(ALICE));
+    // Bob cannot join his own process into Alice's job.
+    spawn_of(&mut e, 200, BOB);
+    let error = e
+        .join_as(12, 200, false, false, Caller::User(BOB))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("belongs to user 1000"), "{error}");
+    assert!(e.reg.task(200).is_none());
+}
+
+#[test]
+fn a_user_cannot_join_another_users_or_roots_process() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 200, BOB);
+    spawn_of(&mut e, 300, 0);
+    for pid in [200, 300] {
+        let error = e
+            .join_as(12, pid, false, false, Caller::User(ALICE))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not to you (uid 1000)"), "{pid}: {error}");
+        assert_untouched_task(&e, pid);
+    }
+    assert_eq!(e.reg.job(12).unwrap().owner, None, "still nobody's");
+    for (pid, why) in [(1, "init"), (4242, "no such process")] {
+        if pid == 1 {
+            spawn_of(&mut e, 1, ALICE);
+        }
+        let error = e
+            .join_as(12, pid, false, false, Caller::User(ALICE))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(why), "{pid}: {error}");
+    }
+}
+
+#[test]
+fn a_tree_with_a_process_of_another_user_is_refused_whole() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    // e.g. a set-user-ID program the user started, now running as root
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, 0);
+    let error = e
+        .join_as(12, 100, false, false, Caller::User(ALICE))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("pid 110"), "{error}");
+    assert_untouched_task(&e, 100);
+    assert_untouched_task(&e, 110);
+}
+
+#[test]
+fn a_user_may_not_join_a_job_root_attached_locally_for_nobody() {
+    let mut e = engine();
+    // Root attached a tree of root's processes: owned by root.
+    spawn_of(&mut e, 100, 0);
+    e.attach(by_tree(100)).unwrap();
+    spawn_of(&mut e, 200, ALICE);
+    let error = e
+        .join_as(5, 200, false, false, Caller::User(ALICE))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("belongs to user 0"), "{error}");
+    // Root attached Alice's tree: Alice may add her other processes.
+    spawn_of(&mut e, 300, ALICE);
+    e.attach(AttachRequest {
+        job_id: Some(6),
+        ..by_tree(300)
+    })
+    .unwrap();
+    assert_eq!(e.join_as(6, 200, false, false, Caller::User(ALICE)).unwrap(), 1);
+}
+
+#[test]
+fn a_process_leaves_with_its_descendants_and_the_job_keeps_the_rest() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    e.set_gang(Some(Gang {
+        active: [99].into(),
+        strict: true,
+    }));
+    spawn_of(&mut e, 100, ALICE);
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, ALICE);
+    spawn_of(&mut e, 200, ALICE);
+    e.join_as(12, 100, false, false, Caller::User(ALICE)).unwrap();
+    e.join_as(12, 200, false, false, Caller::User(ALICE)).unwrap();
+    assert!(e.k.tasks[&110].stopped);
+    // Bob may not hand Alice's process back.
+    let error = e.leave(100, Caller::User(BOB)).unwrap_err().to_string();
+    assert!(error.contains("not to you"), "{error}");
+    assert!(e.reg.task(100).is_some());
+    assert_eq!(e.leave(100, Caller::User(ALICE)).unwrap(), (12, 2));
+    assert_untouched_task(&e, 100);
+    assert_untouched_task(&e, 110);
+    assert!(!e.k.tasks[&110].stopped, "handed back running");
+    assert_eq!(e.reg.task(200).unwrap().job, 12, "the rest stays");
+    let error = e.leave(100, Caller::User(ALICE)).unwrap_err().to_string();
+    assert!(error.contains("in no job"), "{error}");
+}
+
+/// `tid` is not managed and has its attributes as they were.
+fn assert_untouched_task(e: &Engine<FakeKernel>, tid: u32) {
+    assert!(e.reg.task(tid).is_none(), "registry still has {tid}");
+    assert!(!e.k.tracked.contains_key(&tid), "eBPF still tracks {tid}");
+    assert_eq!(e.k.attr(tid), SchedAttr::other(0), "{tid} was changed");
 }
