@@ -36,11 +36,7 @@ pub enum Refusal {
     #[error(
         "pid {pid} belongs to user {owner:?}, not to you (uid {caller}): only your own processes can join a job through the user socket"
     )]
-    NotYours {
-        pid: u32,
-        owner: Uids,
-        caller: u32,
-    },
+    NotYours { pid: u32, owner: Uids, caller: u32 },
     #[error(
         "pid {pid} may run on CPUs {allowed:?}, outside this node's CPUs {node:?}: pin it to the node first (e.g. taskset -a -p -c {node_list} {pid}) or adopt with \"move_to_node\": true"
     )]
@@ -226,7 +222,11 @@ mod tests {
         assert_eq!(check_owner(&mine, 1000), Ok(()));
         assert!(matches!(
             check_owner(&mine, 1001),
-            Err(Refusal::NotYours { pid: 100, caller: 1001, .. })
+            Err(Refusal::NotYours {
+                pid: 100,
+                caller: 1001,
+                ..
+            })
         ));
         let roots = process(101);
         let e = check_owner(&roots, 1000).unwrap_err();

@@ -62,7 +62,10 @@ mod tests {
 
     #[test]
     fn a_running_process_is_pinned_and_seen_to_exit() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let pin = PidFd::open(child.id()).unwrap();
         assert!(pin.alive());
         child.kill().unwrap();

@@ -421,7 +421,13 @@ impl<K: Kernel> Daemon<K> {
                         ))
                     }
                     Ok(tasks) => {
-                        tracing::info!(job = job_id, pid, tasks, uid = peer.uid, "joined (user socket)");
+                        tracing::info!(
+                            job = job_id,
+                            pid,
+                            tasks,
+                            uid = peer.uid,
+                            "joined (user socket)"
+                        );
                         Response::Ok(Reply::Joined { job_id, tasks })
                     }
                     Err(e) => {

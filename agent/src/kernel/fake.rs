@@ -11,8 +11,8 @@ use std::{
 use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineRecord};
 
 use super::{
-    FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy, Uids,
-    TaskControl, WaitDetectorState,
+    FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy,
+    TaskControl, Uids, WaitDetectorState,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -318,7 +318,11 @@ fn a_user_joins_its_own_process_and_then_owns_the_job_on_this_node() {
     spawn_of(&mut e, 100, ALICE);
     e.k.spawn_child(110, 100, SchedAttr::other(0));
     e.k.uids.insert(110, ALICE);
-    assert_eq!(e.join_as(12, 100, false, false, Caller::User(ALICE)).unwrap(), 2);
+    assert_eq!(
+        e.join_as(12, 100, false, false, Caller::User(ALICE))
+            .unwrap(),
+        2
+    );
     assert_eq!(e.reg.job(12).unwrap().owner, Some(ALICE));
     // Bob cannot join his own process into Alice's job.
     spawn_of(&mut e, 200, BOB);
@@ -393,7 +397,11 @@ fn a_user_may_not_join_a_job_root_attached_locally_for_nobody() {
         ..by_tree(300)
     })
     .unwrap();
-    assert_eq!(e.join_as(6, 200, false, false, Caller::User(ALICE)).unwrap(), 1);
+    assert_eq!(
+        e.join_as(6, 200, false, false, Caller::User(ALICE))
+            .unwrap(),
+        1
+    );
 }
 
 #[test]
@@ -408,8 +416,10 @@ fn a_process_leaves_with_its_descendants_and_the_job_keeps_the_rest() {
     e.k.spawn_child(110, 100, SchedAttr::other(0));
     e.k.uids.insert(110, ALICE);
     spawn_of(&mut e, 200, ALICE);
-    e.join_as(12, 100, false, false, Caller::User(ALICE)).unwrap();
-    e.join_as(12, 200, false, false, Caller::User(ALICE)).unwrap();
+    e.join_as(12, 100, false, false, Caller::User(ALICE))
+        .unwrap();
+    e.join_as(12, 200, false, false, Caller::User(ALICE))
+        .unwrap();
     assert!(e.k.tasks[&110].stopped);
     // Bob may not hand Alice's process back.
     let error = e.leave(100, Caller::User(BOB)).unwrap_err().to_string();
