@@ -458,7 +458,7 @@ impl Kernel for FakeKernel {
         Ok(self
             .tasks
             .iter()
-            .filter(|(_, t)| t.cgroup2.as_deref() == Some(dir))
+            .filter(|(_, t)| t.cgroup2.as_deref().is_some_and(|c| c.starts_with(dir)))
             .map(|(&tid, _)| tid)
             .collect())
     }

@@ -194,7 +194,8 @@ pub trait Kernel: TaskControl + FrameCounters {
     /// The cgroup-v2 directory `path` names (see
     /// [`membership::resolve_cgroup2`]); NotFound when there is none.
     fn cgroup2_dir(&self, path: &str) -> io::Result<PathBuf>;
-    /// Threads in a cgroup-v2 directory; NotFound once it is removed.
+    /// Threads in a cgroup-v2 directory and the cgroups below it; NotFound
+    /// once it is removed.
     fn cgroup2_threads(&self, dir: &Path) -> io::Result<Vec<u32>>;
 }
 

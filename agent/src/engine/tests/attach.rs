@@ -440,3 +440,35 @@ fn assert_untouched_task(e: &Engine<FakeKernel>, tid: u32) {
     assert!(!e.k.tracked.contains_key(&tid), "eBPF still tracks {tid}");
     assert_eq!(e.k.attr(tid), SchedAttr::other(0), "{tid} was changed");
 }
+
+#[test]
+fn a_cgroup_job_follows_tasks_into_sub_cgroups_made_later_and_out_of_its_subtree() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.move_to_cgroup2(100, Some(CG));
+    let (id, _) = e.attach(by_cgroup(None)).unwrap();
+    // Slurm makes step_0/user/task_0 below the job's cgroup and puts the
+    // task there.
+    let task_cg = format!("{CG}/step_0/user/task_0");
+    e.k.cgroups2.insert(task_cg.clone().into());
+    e.k.spawn(200, SchedAttr::other(0));
+    e.k.move_to_cgroup2(200, Some(&task_cg));
+    e.poll(10, 0.0);
+    assert_eq!(
+        e.reg.task(200).unwrap().job,
+        id,
+        "taken from the sub-cgroup"
+    );
+    // A managed task moving down into a sub-cgroup stays.
+    e.k.move_to_cgroup2(100, Some(&task_cg));
+    e.poll(20, 0.0);
+    assert_eq!(e.reg.task(100).unwrap().job, id);
+    // Leaving the subtree (a sibling job's cgroup) hands it back.
+    let sibling = "/fake/unified/slurm/job_8";
+    e.k.cgroups2.insert(sibling.into());
+    e.k.move_to_cgroup2(200, Some(sibling));
+    e.poll(30, 0.0);
+    assert!(e.reg.task(200).is_none());
+    assert_eq!(e.k.attr(200), SchedAttr::other(0));
+    assert!(e.job_running(id));
+}
