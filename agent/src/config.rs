@@ -90,6 +90,15 @@ pub struct Config {
     /// Finished jobs kept for `jobs`/`wait` and metrics until forgotten. Default 32.
     #[serde(default = "default_finished_retention")]
     pub finished_retention: u32,
+    /// Seconds a rank the coordinator told this agent to expect (an
+    /// attached job) waits for its first process to join; then the rank
+    /// ends, reported like a rank whose processes exited, so a job whose
+    /// launcher died before starting this node's part (srun killed with
+    /// SIGKILL, whose epilog never runs; a Slurm step on fewer nodes than
+    /// its allocation) does not hold its matrix row forever. 0: wait
+    /// forever. Default 120.
+    #[serde(default = "default_expect_timeout_s")]
+    pub expect_timeout_s: u64,
     #[serde(default)]
     pub ebpf: EbpfConfig,
     /// How waiting is recognised (`[detect]`). Switchable by reload.
@@ -177,6 +186,9 @@ fn yes() -> bool {
 }
 fn default_max_jobs() -> u32 {
     64
+}
+fn default_expect_timeout_s() -> u64 {
+    120
 }
 fn default_finished_retention() -> u32 {
     32

@@ -81,6 +81,8 @@ pub struct Job {
     /// expected job nobody joined yet). None: no owner yet, or a job the
     /// agent launched, adopted by pid or by cgroup.
     pub owner: Option<u32>,
+    /// When an expected job was announced (CLOCK_MONOTONIC ns).
+    pub expected_at_ns: u64,
     /// A real-time job: its spec and frame accounting (None: best effort).
     pub rt: Option<crate::classes::RtJob>,
     /// Order in which jobs finished, for retention.
@@ -296,6 +298,7 @@ impl Registry {
                 to_node: false,
                 passed_over: BTreeSet::new(),
                 owner: None,
+                expected_at_ns: 0,
                 rt: None,
                 finished_seq: 0,
             },

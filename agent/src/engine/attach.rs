@@ -137,8 +137,10 @@ impl<K: Kernel> Engine<K> {
         check_name(name)?;
         self.reserve_job(id, name, rank, None)?;
         self.set_membership(id, Membership::Trees, false);
+        let now = self.k.now_ns();
         if let Some(j) = self.reg.job_mut(id) {
             j.expected = true;
+            j.expected_at_ns = now;
         }
         Ok(())
     }

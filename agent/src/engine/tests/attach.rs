@@ -472,3 +472,33 @@ fn a_cgroup_job_follows_tasks_into_sub_cgroups_made_later_and_out_of_its_subtree
     assert_eq!(e.k.attr(200), SchedAttr::other(0));
     assert!(e.job_running(id));
 }
+
+#[test]
+fn an_expected_rank_nothing_joined_ends_after_the_expect_timeout() {
+    let mut e = engine();
+    assert_eq!(e.cfg.expect_timeout_s, 120);
+    let s = 1_000_000_000;
+    e.k.now = 10 * s;
+    e.expect_job(12, "slurm-5.0", 1).unwrap();
+    e.expect_job(13, "slurm-6.0", 1).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    e.join(13, 100, false, false).unwrap();
+    e.k.now = 129 * s;
+    assert!(e.poll(129 * s, 0.0).is_empty(), "still within its time");
+    e.k.now = 130 * s;
+    assert_eq!(
+        e.poll(130 * s, 0.0),
+        vec![12],
+        "the rank nobody joined ends; the joined one runs on"
+    );
+    assert!(e.job_running(13));
+}
+
+#[test]
+fn with_no_expect_timeout_an_expected_rank_waits_forever() {
+    let mut e = engine();
+    e.cfg.expect_timeout_s = 0;
+    e.expect_job(12, "mpi", 0).unwrap();
+    e.k.now = 1_000_000 * 1_000_000_000;
+    assert!(e.poll(e.k.now, 0.0).is_empty());
+}
