@@ -11,7 +11,7 @@ use std::path::Path;
 
 use cosched_proto::job::JobId;
 
-use crate::kernel::ProcessInfo;
+use crate::kernel::{ProcessInfo, Uids};
 
 /// Programs of cosched's own daemons (matched by file name).
 const COSCHED_DAEMONS: [&str; 2] = ["cosched-agent", "cosched-coordinator"];
@@ -33,6 +33,10 @@ pub enum Refusal {
     CoschedDaemon { pid: u32, program: String },
     #[error("pid {pid} is already managed as part of job {job}")]
     OtherJob { pid: u32, job: JobId },
+    #[error(
+        "pid {pid} belongs to user {owner:?}, not to you (uid {caller}): only your own processes can join a job through the user socket"
+    )]
+    NotYours { pid: u32, owner: Uids, caller: u32 },
     #[error(
         "pid {pid} may run on CPUs {allowed:?}, outside this node's CPUs {node:?}: pin it to the node first (e.g. taskset -a -p -c {node_list} {pid}) or adopt with \"move_to_node\": true"
     )]
@@ -112,6 +116,24 @@ pub fn check(
     Ok(())
 }
 
+/// May a caller with user id `caller` (from the socket's peer credentials)
+/// hand the process `info` describes to a job? Only when the process is
+/// wholly the caller's: real, effective and saved user ids all the
+/// caller's, so neither another user's process nor a set-user-ID program
+/// the caller started (which the caller could not stop or renice itself)
+/// can be put under cosched's control by an unprivileged user.
+pub fn check_owner(info: &ProcessInfo, caller: u32) -> Result<(), Refusal> {
+    if info.uids == Uids::of(caller) {
+        Ok(())
+    } else {
+        Err(Refusal::NotYours {
+            pid: info.pid,
+            owner: info.uids,
+            caller,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -135,6 +157,7 @@ mod tests {
             kernel_thread: false,
             exe: Some(PathBuf::from("/usr/bin/mpi-app")),
             allowed_cpus: vec![0],
+            uids: Default::default(),
         }
     }
 
@@ -191,6 +214,51 @@ mod tests {
     }
 
     #[test]
+    fn a_users_own_process_may_join_for_that_user_only() {
+        let mine = ProcessInfo {
+            uids: Uids::of(1000),
+            ..process(100)
+        };
+        assert_eq!(check_owner(&mine, 1000), Ok(()));
+        assert!(matches!(
+            check_owner(&mine, 1001),
+            Err(Refusal::NotYours {
+                pid: 100,
+                caller: 1001,
+                ..
+            })
+        ));
+        let roots = process(101);
+        let e = check_owner(&roots, 1000).unwrap_err();
+        assert!(e.to_string().contains("not to you (uid 1000)"), "{e}");
+    }
+
+    #[test]
+    fn a_set_user_id_program_the_user_started_is_not_the_users() {
+        let setuid = ProcessInfo {
+            uids: Uids {
+                real: 1000,
+                effective: 0,
+                saved: 0,
+            },
+            ..process(100)
+        };
+        assert!(check_owner(&setuid, 1000).is_err());
+        let dropped_back = ProcessInfo {
+            uids: Uids {
+                real: 1000,
+                effective: 1000,
+                saved: 0,
+            },
+            ..process(100)
+        };
+        assert!(
+            check_owner(&dropped_back, 1000).is_err(),
+            "it can become root again"
+        );
+    }
+
+    #[test]
     fn a_task_of_another_job_is_refused() {
         assert_eq!(
             check(&process(100), &protected(), &[0], Some(7), false),
@@ -202,6 +270,7 @@ mod tests {
     fn a_process_allowed_outside_the_node_cpus_is_refused_with_the_fix() {
         let everywhere = ProcessInfo {
             allowed_cpus: vec![0, 1],
+            uids: Default::default(),
             ..process(100)
         };
         let e = verdict(&everywhere).unwrap_err();

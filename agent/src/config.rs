@@ -55,6 +55,13 @@ pub struct Config {
     /// Control socket (JSON lines, mode 0600). Default /run/cosched/agent.sock.
     #[serde(default = "default_control_socket")]
     pub control_socket: PathBuf,
+    /// Also serve the user socket next to the control socket
+    /// (`agent-user.sock`, mode 0666): any local user may join and leave
+    /// its OWN processes there (checked with the socket's peer
+    /// credentials), for a Slurm TaskProlog or a launch prefix that runs
+    /// as the job's user. Default true.
+    #[serde(default = "yes")]
+    pub user_socket: bool,
     /// Restore journal, job logs and job registry. Default /var/lib/cosched.
     #[serde(default = "default_state_dir")]
     pub state_dir: PathBuf,
@@ -83,6 +90,15 @@ pub struct Config {
     /// Finished jobs kept for `jobs`/`wait` and metrics until forgotten. Default 32.
     #[serde(default = "default_finished_retention")]
     pub finished_retention: u32,
+    /// Seconds a rank the coordinator told this agent to expect (an
+    /// attached job) waits for its first process to join; then the rank
+    /// ends, reported like a rank whose processes exited, so a job whose
+    /// launcher died before starting this node's part (srun killed with
+    /// SIGKILL, whose epilog never runs; a Slurm step on fewer nodes than
+    /// its allocation) does not hold its matrix row forever. 0: wait
+    /// forever. Default 120.
+    #[serde(default = "default_expect_timeout_s")]
+    pub expect_timeout_s: u64,
     #[serde(default)]
     pub ebpf: EbpfConfig,
     /// How waiting is recognised (`[detect]`). Switchable by reload.
@@ -170,6 +186,9 @@ fn yes() -> bool {
 }
 fn default_max_jobs() -> u32 {
     64
+}
+fn default_expect_timeout_s() -> u64 {
+    120
 }
 fn default_finished_retention() -> u32 {
     32
@@ -288,13 +307,14 @@ impl Config {
     /// A reload may change the policy and tunables, not the agent's identity or
     /// the endpoints it already serves.
     pub fn check_reload(&self, new: &Self) -> Result<(), ConfigError> {
-        let immutable: [(&'static str, bool); 10] = [
+        let immutable: [(&'static str, bool); 11] = [
             ("node", self.node != new.node),
             // The agent pinned itself to its CPUs at start and the tasks it
             // manages were checked against them.
             ("cpus", self.cpus != new.cpus),
             ("metrics_listen", self.metrics_listen != new.metrics_listen),
             ("control_socket", self.control_socket != new.control_socket),
+            ("user_socket", self.user_socket != new.user_socket),
             ("state_dir", self.state_dir != new.state_dir),
             ("cgroup_root", self.cgroup_root != new.cgroup_root),
             // Tasks sit in the old directory's cgroups; moving them all at

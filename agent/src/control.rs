@@ -14,8 +14,21 @@ use tokio::{net::UnixListener, sync::mpsc};
 /// A request on its way to the main loop, with where to send the reply.
 pub type Call = jsonl::Call<Request, Response>;
 
+/// A request from the user socket, with who sent it.
+pub type UserCall = jsonl::PeerCall<Request, Response>;
+
 /// Binds the socket (replacing a stale one from a crashed agent), mode 0600.
 pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
+    bind_mode(path, 0o600)
+}
+
+/// Binds the user socket, mode 0666: any local user may connect; what
+/// it may ask is judged per request by the caller's peer credentials.
+pub fn bind_user(path: &Path) -> anyhow::Result<UnixListener> {
+    bind_mode(path, 0o666)
+}
+
+fn bind_mode(path: &Path, mode: u32) -> anyhow::Result<UnixListener> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
@@ -26,13 +39,18 @@ pub fn bind(path: &Path) -> anyhow::Result<UnixListener> {
         _ => {}
     }
     let l = UnixListener::bind(path).with_context(|| format!("binding {}", path.display()))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     Ok(l)
 }
 
 /// Serves the socket until the task is dropped.
 pub async fn serve(listener: UnixListener, calls: mpsc::Sender<Call>, limits: LineLimits) {
     jsonl::serve(listener, calls, limits, Response::Error).await;
+}
+
+/// Serves the user socket until the task is dropped.
+pub async fn serve_user(listener: UnixListener, calls: mpsc::Sender<UserCall>, limits: LineLimits) {
+    jsonl::serve_peers(listener, calls, limits, Response::Error).await;
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod leftovers;
 pub mod lifeline;
 pub mod limits;
 pub mod metrics;
+pub mod pidfd;
 pub mod policy_driver;
 pub mod program;
 pub mod registry;

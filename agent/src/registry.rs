@@ -75,6 +75,14 @@ pub struct Job {
     /// Processes a cgroup job saw but could not take (refused, or held by
     /// another job), so each is logged once.
     pub passed_over: BTreeSet<u32>,
+    /// The user whose processes it holds on this node: the user of the
+    /// first process that joined it (or the root of an attached tree).
+    /// Unprivileged self-joins go only into a job of the caller's (or an
+    /// expected job nobody joined yet). None: no owner yet, or a job the
+    /// agent launched, adopted by pid or by cgroup.
+    pub owner: Option<u32>,
+    /// When an expected job was announced (CLOCK_MONOTONIC ns).
+    pub expected_at_ns: u64,
     /// A real-time job: its spec and frame accounting (None: best effort).
     pub rt: Option<crate::classes::RtJob>,
     /// Order in which jobs finished, for retention.
@@ -289,6 +297,8 @@ impl Registry {
                 cancelled: false,
                 to_node: false,
                 passed_over: BTreeSet::new(),
+                owner: None,
+                expected_at_ns: 0,
                 rt: None,
                 finished_seq: 0,
             },

@@ -143,6 +143,7 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
     let request = match action {
         NodeAction::Jobs => AgentRequest::Jobs,
         NodeAction::Release { job } => AgentRequest::Release { job_id: job },
+        NodeAction::Leave { pid } => AgentRequest::Leave { pid },
         NodeAction::Timeline { .. } => unreachable!("main records timelines itself"),
         NodeAction::Adopt {
             cgroup,
@@ -187,6 +188,9 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
         }
         AgentReply::Released { job_id, tasks } => {
             println!("job {job_id} released ({tasks} tasks handed back)");
+        }
+        AgentReply::Left { job_id, tasks } => {
+            println!("left job {job_id} ({tasks} tasks handed back)");
         }
         other => println!("{other:?}"),
     }

@@ -195,7 +195,8 @@ enum Command {
         #[command(flatten)]
         what: TimelineFlags,
     },
-    /// One node's agent, through its control socket (root only).
+    /// One node's agent, through its control socket (root only; users
+    /// who are not root reach its user socket for `jobs` and `leave`).
     Node {
         #[arg(
             long,
@@ -242,6 +243,13 @@ enum NodeAction {
     /// Hand a job back: every task gets back what the agent changed; its
     /// processes keep running.
     Release { job: u32 },
+    /// Hand one process (its threads, and its descendants in the same job)
+    /// back from the attached job holding it; the job keeps the rest. Users
+    /// who are not root may do this for their own processes.
+    Leave {
+        #[arg(long)]
+        pid: u32,
+    },
     /// Record which job's process held each CPU of the node (and the
     /// agent's boosts, demotions and the coordinator's slices) for a while,
     /// then draw it: `cosched node timeline --seconds 2 --svg out.svg`.

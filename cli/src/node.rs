@@ -1,8 +1,11 @@
 //! `cosched node ...` and `cosched join`: requests to one node's agent over
-//! its control socket (root only, mode 0600), built from arguments so nobody
-//! writes JSON by hand.
+//! its control socket (root only, mode 0600) or, for a caller that is not
+//! root, its user socket, built from arguments so nobody writes JSON by hand.
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use cosched_proto::control::{AttachTarget, Client, ClientError, Reply, Request};
 
@@ -19,9 +22,29 @@ pub fn attach_target(cgroup: Option<String>, pid: Option<u32>) -> Result<AttachT
     }
 }
 
-/// One request to the agent at `socket`.
+/// One request to the agent whose control socket is `socket`. A caller
+/// that is not root sends the requests users may make (join and leave of
+/// its own processes, jobs, status) to the agent's user socket next to it
+/// (`agent-user.sock`), where the agent checks them against the caller's
+/// peer credentials; the rest goes to the root-only control socket.
 pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
-    Client::connect(socket)?.call(request, timeout)
+    let path = socket_for(socket, request, is_root());
+    Client::connect(&path)?.call(request, timeout)
+}
+
+/// Where `request` goes: the control socket, or for a caller that is not
+/// root and a request users may make, the user socket.
+pub fn socket_for(socket: &Path, request: &Request, root: bool) -> PathBuf {
+    if !root && request.allowed_for_users() {
+        cosched_proto::control::user_socket_path(socket)
+    } else {
+        socket.to_path_buf()
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Asks the agent to add `pid` (and its descendants) to `job`, retrying
@@ -62,5 +85,28 @@ pub fn join(
             }
             Err(error) => return Err(error.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_joins_through_the_user_socket_and_root_through_the_control_socket() {
+        let control = Path::new("/run/cosched/agent.sock");
+        let join = Request::Join {
+            job_id: 1,
+            pid: 2,
+            move_to_node: false,
+            daemon: false,
+        };
+        let user = Path::new("/run/cosched/agent-user.sock");
+        assert_eq!(socket_for(control, &join, false), user);
+        assert_eq!(socket_for(control, &Request::Jobs, false), user);
+        assert_eq!(socket_for(control, &join, true), control);
+        // What users may not do goes to the control socket, which refuses
+        // them (mode 0600) instead of the agent seeing a forged request.
+        assert_eq!(socket_for(control, &Request::Reload, false), control);
     }
 }

@@ -59,10 +59,21 @@ impl Drop for Cgroup {
     fn drop(&mut self) {
         let _ = std::fs::write(self.0.join("cgroup.kill"), "1");
         for _ in 0..100 {
+            remove_below(&self.0);
             if std::fs::remove_dir(&self.0).is_ok() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Removes the (empty) cgroups below `dir`, deepest first.
+fn remove_below(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_below(&entry.path());
+            let _ = std::fs::remove_dir(entry.path());
         }
     }
 }
@@ -192,6 +203,44 @@ fn a_cgroup_job_follows_ranks_forked_and_moved_in_and_releases_a_task_that_leave
     // The job ends when its cgroup is empty.
     drop(procs);
     wait_for("the job to end with its cgroup empty", || {
+        job(&agent, id).state != cosched_proto::control::JobState::Running
+    });
+}
+
+#[test]
+fn a_cgroup_job_follows_a_task_into_a_sub_cgroup_made_after_adoption_and_out_of_its_subtree() {
+    require_root();
+    let agent = TestAgent::start(AgentOpts::default());
+    let cgroup = Cgroup::create();
+    let mut procs = Procs(Vec::new());
+    let first = procs.sh("exec sleep 600");
+    cgroup.enter(first);
+    let (id, tasks) = attach(
+        &agent,
+        AttachTarget::Cgroup(cgroup.0.display().to_string()),
+        Some(SchedRequest::Nice { nice: 7 }),
+    );
+    assert_eq!(tasks, 1);
+    // As Slurm does for a step's task: a sub-cgroup made after the job's
+    // cgroup was adopted, and a process moved into it.
+    let task_cg = cgroup.0.join("step_0/user/task_0");
+    std::fs::create_dir_all(&task_cg).unwrap();
+    let task = procs.sh("exec sleep 600");
+    std::fs::write(task_cg.join("cgroup.procs"), task.to_string()).unwrap();
+    wait_for("the task in the sub-cgroup taken", || {
+        job(&agent, id).pids.contains(&task)
+    });
+    wait_for("the task at the job's nice", || {
+        sched_of(task).is_ok_and(|s| s.nice == 7)
+    });
+    // Leaving the subtree hands it back.
+    cgroup.leave(task);
+    wait_for("the leaver handed back", || job(&agent, id).live_tasks == 1);
+    wait_for("the leaver's nice restored", || {
+        sched_of(task).is_ok_and(|s| s.nice == 0)
+    });
+    drop(procs);
+    wait_for("the job to end with its subtree empty", || {
         job(&agent, id).state != cosched_proto::control::JobState::Running
     });
 }

@@ -76,6 +76,10 @@ pub enum Request {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         daemon: bool,
     },
+    /// Hand process `pid` (its threads, and its descendants in the same
+    /// job) back from the attached or joined job that holds it; the job
+    /// keeps its other processes. The opposite of `join`.
+    Leave { pid: u32 },
     /// All jobs the agent knows (running and recently finished).
     Jobs,
     /// Wait until every process of the job has exited (or the timeout passes).
@@ -108,6 +112,55 @@ pub enum Request {
 /// far above the coordinator's ids, so a local job and a cluster job do not
 /// share an id on a node that also talks to a coordinator.
 pub const LOCAL_JOB_IDS: JobId = 1 << 30;
+
+/// The agent's user socket next to its control socket `control`:
+/// `agent.sock` → `agent-user.sock` (any other name gets `-user` appended).
+/// Any local user may connect to it; it takes only requests about the
+/// caller's own processes (see [`Request::allowed_for_users`]).
+pub fn user_socket_path(control: &std::path::Path) -> std::path::PathBuf {
+    let name = control
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let user = match name.strip_suffix(".sock") {
+        Some(stem) => format!("{stem}-user.sock"),
+        None => format!("{name}-user"),
+    };
+    control.with_file_name(user)
+}
+
+impl Request {
+    /// The op's name on the wire.
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::Launch { .. } => "launch",
+            Request::Adopt { .. } => "adopt",
+            Request::Attach { .. } => "attach",
+            Request::Join { .. } => "join",
+            Request::Leave { .. } => "leave",
+            Request::Jobs => "jobs",
+            Request::Wait { .. } => "wait",
+            Request::Cancel { .. } => "cancel",
+            Request::Forget { .. } => "forget",
+            Request::Release { .. } => "release",
+            Request::Status => "status",
+            Request::Reload => "reload",
+            Request::Timeline { .. } => "timeline",
+        }
+    }
+
+    /// Whether the user socket takes this op from an unprivileged caller:
+    /// `join` and `leave` of the caller's own processes, and the read-only
+    /// `jobs` and `status`. Everything else (launch, adopt, attach of
+    /// arbitrary processes or cgroups, cancel, release, forget, wait,
+    /// reload, timeline) stays on the root-only control socket.
+    pub fn allowed_for_users(&self) -> bool {
+        matches!(
+            self,
+            Request::Join { .. } | Request::Leave { .. } | Request::Jobs | Request::Status
+        )
+    }
+}
 
 /// What an `attach` takes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,6 +210,10 @@ pub enum Reply {
         tasks: u32,
     },
     Released {
+        job_id: JobId,
+        tasks: u32,
+    },
+    Left {
         job_id: JobId,
         tasks: u32,
     },
@@ -399,6 +456,7 @@ mod tests {
                 | Request::Adopt { .. }
                 | Request::Attach { .. }
                 | Request::Join { .. }
+                | Request::Leave { .. }
                 | Request::Jobs
                 | Request::Wait { .. }
                 | Request::Cancel { .. }
@@ -447,6 +505,7 @@ mod tests {
                 move_to_node: false,
                 daemon: true,
             },
+            Request::Leave { pid: 9 },
             Request::Jobs,
             Request::Wait {
                 job_id: 1,
@@ -473,6 +532,37 @@ mod tests {
     #[test]
     fn every_op_round_trips_and_refuses_unknown_fields() {
         crate::strict::assert_round_trip_refusing_unknown_fields(every_request());
+    }
+
+    #[test]
+    fn every_op_names_itself_as_on_the_wire() {
+        for request in every_request() {
+            let json = serde_json::to_value(&request).unwrap();
+            assert_eq!(json["op"], request.op(), "{json}");
+        }
+    }
+
+    #[test]
+    fn users_may_only_join_leave_and_look() {
+        let allowed: Vec<&str> = every_request()
+            .iter()
+            .filter(|r| r.allowed_for_users())
+            .map(Request::op)
+            .collect();
+        assert_eq!(allowed, ["join", "leave", "jobs", "status"]);
+    }
+
+    #[test]
+    fn the_user_socket_sits_next_to_the_control_socket() {
+        use std::path::Path;
+        assert_eq!(
+            user_socket_path(Path::new("/run/cosched/agent.sock")),
+            Path::new("/run/cosched/agent-user.sock")
+        );
+        assert_eq!(
+            user_socket_path(Path::new("/tmp/x/ctl")),
+            Path::new("/tmp/x/ctl-user")
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::{monotonic_ns, own_cpu_seconds};
 use crate::{
     config::Config,
     coord::{self, CoordNode},
-    engine::{AttachRequest, Engine},
+    engine::{AttachRequest, Caller, Engine},
     kernel::Kernel,
     launch,
 };
@@ -315,6 +315,10 @@ impl<K: Kernel> Daemon<K> {
                 }
                 Err(e) => Response::Error(e.to_string()),
             },
+            Request::Leave { pid } => match self.engine.leave(pid, Caller::Root) {
+                Ok((job_id, tasks)) => Response::Ok(Reply::Left { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
             Request::Release { job_id } => match self.engine.release_job(job_id) {
                 Ok(tasks) => Response::Ok(Reply::Released { job_id, tasks }),
                 Err(e) => Response::Error(e.to_string()),
@@ -377,6 +381,72 @@ impl<K: Kernel> Daemon<K> {
                     None => Response::Error("no reload happened".into()),
                 }
             }
+        };
+        let _ = reply.send(resp);
+    }
+
+    /// A request from the user socket: only `join` and `leave` of the
+    /// caller's own processes and the read-only `jobs` and `status` (see
+    /// [`Request::allowed_for_users`]); the rest is refused, naming the
+    /// root-only socket. A joined process is pinned by a pidfd from before
+    /// its owner is checked until after it is taken: if it exits meanwhile
+    /// (its pid may then name another process), the join is undone.
+    pub fn handle_user(
+        &mut self,
+        req: Request,
+        peer: cosched_proto::jsonl::Peer,
+        reply: oneshot::Sender<Response>,
+    ) {
+        if peer.uid == 0 {
+            // Root may do anything on the control socket anyway.
+            return self.handle(req, reply);
+        }
+        let caller = Caller::User(peer.uid);
+        let resp = match req {
+            Request::Join {
+                job_id,
+                pid,
+                move_to_node,
+                daemon,
+            } => match crate::pidfd::PidFd::open(pid) {
+                Err(e) => Response::Error(format!("cannot join pid {pid}: {e}")),
+                Ok(pin) => match self
+                    .engine
+                    .join_as(job_id, pid, move_to_node, daemon, caller)
+                {
+                    Ok(_) if !pin.alive() => {
+                        let _ = self.engine.leave(pid, Caller::Root);
+                        Response::Error(format!(
+                            "cannot join: pid {pid} exited while it was being joined: nothing joined"
+                        ))
+                    }
+                    Ok(tasks) => {
+                        tracing::info!(
+                            job = job_id,
+                            pid,
+                            tasks,
+                            uid = peer.uid,
+                            "joined (user socket)"
+                        );
+                        Response::Ok(Reply::Joined { job_id, tasks })
+                    }
+                    Err(e) => {
+                        tracing::info!(job = job_id, pid, uid = peer.uid, "user join refused: {e}");
+                        Response::Error(e.to_string())
+                    }
+                },
+            },
+            Request::Leave { pid } => match self.engine.leave(pid, caller) {
+                Ok((job_id, tasks)) => Response::Ok(Reply::Left { job_id, tasks }),
+                Err(e) => Response::Error(e.to_string()),
+            },
+            req @ (Request::Jobs | Request::Status) => return self.handle(req, reply),
+            other => Response::Error(format!(
+                "op {:?} is not allowed on the user socket (uid {}): it needs root on the control socket {}; users may only join and leave their own processes and list jobs or status",
+                other.op(),
+                peer.uid,
+                self.engine.cfg().control_socket.display()
+            )),
         };
         let _ = reply.send(resp);
     }

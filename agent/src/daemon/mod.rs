@@ -157,6 +157,14 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         calls_tx,
         cfg.limits.control,
     ));
+    let user_socket = cfg
+        .user_socket
+        .then(|| cosched_proto::control::user_socket_path(&cfg.control_socket));
+    let (user_tx, mut user_calls) = mpsc::channel::<control::UserCall>(64);
+    if let Some(path) = &user_socket {
+        let listener = control::bind_user(path)?;
+        tokio::spawn(control::serve_user(listener, user_tx, cfg.limits.control));
+    }
 
     let (internal_tx, mut internal) = mpsc::channel::<Internal>(256);
     let _watcher = watch_config(&config_path, internal_tx.clone())
@@ -238,6 +246,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             _ = sigint.recv() => break,
             _ = sighup.recv() => Wake::Reload,
             Some((req, reply)) = calls.recv() => Wake::Request(req, reply),
+            Some((req, peer, reply)) = user_calls.recv() => Wake::UserRequest(req, peer, reply),
             Some(msg) = internal.recv() => Wake::Internal(msg),
             guard = events_fd.readable() => {
                 // Cleared before the drain below: records that come after
@@ -260,6 +269,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         match woke {
             Wake::Reload => d.reload(),
             Wake::Request(req, reply) => d.handle(req, reply),
+            Wake::UserRequest(req, peer, reply) => d.handle_user(req, peer, reply),
             Wake::Internal(msg) => d.on_internal(msg),
             Wake::Switch(token) => d.on_switch_due(token),
             Wake::Link(event) => d.on_link_event(event),
@@ -291,6 +301,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     crate::cpu_group::finish(cfg.demote_cpu_cgroup.as_deref());
     tracing::info!(restored = r.restored, gone = r.gone, "shutdown complete");
     let _ = std::fs::remove_file(&cfg.control_socket);
+    if let Some(path) = &user_socket {
+        let _ = std::fs::remove_file(path);
+    }
     Ok(())
 }
 
@@ -299,6 +312,12 @@ enum Wake {
     Reload,
     Request(
         cosched_proto::control::Request,
+        tokio::sync::oneshot::Sender<cosched_proto::control::Response>,
+    ),
+    /// From the user socket, with the caller's peer credentials.
+    UserRequest(
+        cosched_proto::control::Request,
+        cosched_proto::jsonl::Peer,
         tokio::sync::oneshot::Sender<cosched_proto::control::Response>,
     ),
     Internal(Internal),

@@ -43,6 +43,14 @@ const MAX_NAME_LEN: usize = 64;
 /// forked before is found by the next round).
 const TREE_ROUNDS: usize = 4;
 
+/// On whose behalf a request comes: the root-only control socket, or an
+/// unprivileged user on the user socket (uid from SO_PEERCRED).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    Root,
+    User(u32),
+}
+
 /// What `attach` asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttachRequest {
@@ -73,6 +81,10 @@ impl<K: Kernel> Engine<K> {
                 self.reserve_job(id, &req.name, 0, req.sched)?;
                 self.classify_reserved(id, &req.class)?;
                 self.set_membership(id, Membership::Trees, to_node);
+                let owner = self.k.process_info(root).ok().map(|i| i.uids.real);
+                if let Some(j) = self.reg.job_mut(id) {
+                    j.owner = owner;
+                }
                 match self.take_tree(id, root, &pids, to_node) {
                     Ok(n) => Ok((id, n)),
                     Err(e) => {
@@ -125,8 +137,10 @@ impl<K: Kernel> Engine<K> {
         check_name(name)?;
         self.reserve_job(id, name, rank, None)?;
         self.set_membership(id, Membership::Trees, false);
+        let now = self.k.now_ns();
         if let Some(j) = self.reg.job_mut(id) {
             j.expected = true;
+            j.expected_at_ns = now;
         }
         Ok(())
     }
@@ -144,6 +158,24 @@ impl<K: Kernel> Engine<K> {
         pid: u32,
         to_node: bool,
         daemon: bool,
+    ) -> Result<u32, EngineError> {
+        self.join_as(id, pid, to_node, daemon, Caller::Root)
+    }
+
+    /// [`Engine::join`] on behalf of `caller`. An unprivileged caller
+    /// (the user socket) may join only processes wholly its own (every
+    /// process of the tree: real, effective and saved uid), only into an
+    /// attached job of its own on this node or an expected one nobody
+    /// joined yet; every process taken is checked again after it was
+    /// taken (a pid reused meanwhile by another user's process undoes the
+    /// whole join). The first process to join sets the job's owner.
+    pub fn join_as(
+        &mut self,
+        id: JobId,
+        pid: u32,
+        to_node: bool,
+        daemon: bool,
+        caller: Caller,
     ) -> Result<u32, EngineError> {
         let job = self
             .reg
@@ -168,15 +200,157 @@ impl<K: Kernel> Engine<K> {
             }
             Membership::Trees => {}
         }
+        if let Caller::User(uid) = caller {
+            match job.owner {
+                Some(owner) if owner == uid => {}
+                Some(owner) => {
+                    return Err(EngineError::NotJoinable(format!(
+                        "job {id} belongs to user {owner} on this node, not to you (uid {uid})"
+                    )));
+                }
+                None if job.expected => {}
+                None => {
+                    return Err(EngineError::NotJoinable(format!(
+                        "job {id} has no owner on this node: only root may join processes to it"
+                    )));
+                }
+            }
+        }
         let to_node = to_node || job.to_node;
         let pids = self.checked_tree(pid, Some(id), to_node)?;
+        let owner = match caller {
+            Caller::User(uid) => {
+                for &p in &pids {
+                    self.check_owner(p, uid)?;
+                }
+                uid
+            }
+            Caller::Root => match self.k.process_info(pid) {
+                Ok(info) => info.uids.real,
+                Err(e) if is_gone(&e) => return Err(EngineError::NoSuchProcess(pid)),
+                Err(e) => return Err(e.into()),
+            },
+        };
+        let before: BTreeSet<u32> = self.reg.tasks_of(id).into_iter().collect();
         // Before it is taken: its first realisation is already Normal.
         let new_daemon = daemon && self.daemons.insert(pid);
         let taken = self.take_tree(id, pid, &pids, to_node);
         if taken.is_err() && new_daemon {
             self.daemons.remove(&pid);
         }
-        taken
+        let n = taken?;
+        if let Caller::User(uid) = caller {
+            // Taken: re-check every new process, so a pid that was reused
+            // between the check and the take cannot stay in the job.
+            let new: BTreeSet<u32> = self
+                .reg
+                .tasks_of(id)
+                .into_iter()
+                .filter(|t| !before.contains(t))
+                .filter_map(|t| self.reg.task(t).map(|s| s.tgid))
+                .collect();
+            let stray = new
+                .iter()
+                .find_map(|&p| self.check_owner(p, uid).err().map(|e| (p, e)));
+            if let Some((p, e)) = stray {
+                let now = self.k.now_ns();
+                let undo: Vec<u32> = self
+                    .reg
+                    .tasks_of(id)
+                    .into_iter()
+                    .filter(|t| !before.contains(t))
+                    .collect();
+                self.hand_back(&undo, now);
+                if new_daemon {
+                    self.daemons.remove(&pid);
+                }
+                return Err(match e {
+                    EngineError::NoSuchProcess(_) => EngineError::NotJoinable(format!(
+                        "process {p} exited while it was being joined: nothing joined"
+                    )),
+                    other => other,
+                });
+            }
+        }
+        if let Some(j) = self.reg.job_mut(id)
+            && j.owner.is_none()
+        {
+            j.owner = Some(owner);
+        }
+        Ok(n)
+    }
+
+    /// Hands process `pid` (its threads, and its descendants in the same
+    /// job) back from the attached or joined job holding it. An
+    /// unprivileged caller may hand back only its own processes. Returns
+    /// the job and the number of tasks handed back.
+    pub fn leave(&mut self, pid: u32, caller: Caller) -> Result<(JobId, u32), EngineError> {
+        let id = self
+            .owned_by(pid)
+            .ok_or_else(|| EngineError::NotJoinable(format!("pid {pid} is in no job here")))?;
+        let job = self
+            .reg
+            .job(id)
+            .ok_or(crate::registry::RegistryError::UnknownJob(id))?;
+        match &job.membership {
+            Membership::Trees => {}
+            Membership::Cgroup(dir) => {
+                return Err(EngineError::NotJoinable(format!(
+                    "pid {pid} is in job {id} by its cgroup {}: move it out of the cgroup instead",
+                    dir.display()
+                )));
+            }
+            Membership::Processes => {
+                return Err(EngineError::NotJoinable(format!(
+                    "pid {pid} is in job {id}, launched or adopted by pid: release the job instead"
+                )));
+            }
+        }
+        if let Caller::User(uid) = caller {
+            self.check_owner(pid, uid)?;
+        }
+        let mut leaving: BTreeSet<u32> = BTreeSet::from([pid]);
+        leaving.extend(
+            self.descendants(&[pid])?
+                .into_iter()
+                .filter(|&p| self.owned_by(p) == Some(id)),
+        );
+        let tids: Vec<u32> = self
+            .reg
+            .tasks_of(id)
+            .into_iter()
+            .filter(|&t| self.reg.task(t).is_some_and(|s| leaving.contains(&s.tgid)))
+            .collect();
+        let now = self.k.now_ns();
+        self.hand_back(&tids, now);
+        if let Some(j) = self.reg.job_mut(id) {
+            j.pids.retain(|p| !leaving.contains(p));
+        }
+        tracing::info!(job = id, pid, tasks = tids.len(), "left the job");
+        Ok((id, tids.len() as u32))
+    }
+
+    /// Puts tasks back as they were and stops managing them.
+    fn hand_back(&mut self, tids: &[u32], now_ns: u64) {
+        for &tid in tids {
+            if let Err(e) = self.ledger.restore_one(&mut self.k, tid) {
+                tracing::warn!(tid, "restore failed: {e}");
+            }
+            self.forget_task(tid, now_ns);
+        }
+    }
+
+    /// Whether process `pid` is wholly user `uid`'s.
+    fn check_owner(&self, pid: u32, uid: u32) -> Result<(), EngineError> {
+        let info = self.k.process_info(pid).map_err(|e| {
+            if is_gone(&e) {
+                EngineError::NoSuchProcess(pid)
+            } else {
+                e.into()
+            }
+        })?;
+        adoption::check_owner(&info, uid)?;
+        Ok(())
     }
 
     /// Kills an attached or adopted job's processes (every process with a

@@ -379,6 +379,8 @@ impl<K: Kernel> Engine<K> {
     }
 
     fn finished_jobs(&self) -> Vec<JobId> {
+        let now = self.k.now_ns();
+        let expect_ns = self.cfg.expect_timeout_s.saturating_mul(1_000_000_000);
         self.reg
             .jobs()
             .filter(|j| j.state == JobState::Running && j.live.is_empty())
@@ -387,8 +389,12 @@ impl<K: Kernel> Engine<K> {
                     return true;
                 }
                 if j.pids.is_empty() {
-                    // Nothing came yet: an attached job waits for joins,
-                    // a cgroup job for its first task (or its removal).
+                    // Nothing came yet: an attached job waits for joins
+                    // (an expected rank up to `expect_timeout_s`), a
+                    // cgroup job for its first task (or its removal).
+                    if j.expected && j.owner.is_none() && expect_ns > 0 {
+                        return now.saturating_sub(j.expected_at_ns) >= expect_ns;
+                    }
                     return matches!(&j.membership, Membership::Cgroup(dir) if self.k.cgroup2_threads(dir).is_err());
                 }
                 // A cgroup job with no task left: its cgroup emptied (the

@@ -37,7 +37,7 @@ use cosched_proto::{
     job::JobId,
 };
 
-pub use attach::AttachRequest;
+pub use attach::{AttachRequest, Caller};
 pub use gang::Gang;
 pub use plan::level_attr;
 pub use record::RecordError;

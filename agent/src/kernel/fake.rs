@@ -12,7 +12,7 @@ use cosched_agent_common::{CpuSlot, Drops, Event, Settings, TaskStats, TimelineR
 
 use super::{
     FakeCounters, FrameCounters, Kernel, ProcessInfo, ProgramCost, SchedAttr, SchedPolicy,
-    TaskControl, WaitDetectorState,
+    TaskControl, Uids, WaitDetectorState,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,6 +308,7 @@ impl Kernel for FakeKernel {
             kernel_thread: false,
             exe: Some(PathBuf::from("/usr/bin/app")),
             allowed_cpus: self.affinity(pid)?,
+            uids: Uids::of(self.uids.get(&pid).copied().unwrap_or(0)),
         })
     }
 
@@ -457,7 +458,7 @@ impl Kernel for FakeKernel {
         Ok(self
             .tasks
             .iter()
-            .filter(|(_, t)| t.cgroup2.as_deref() == Some(dir))
+            .filter(|(_, t)| t.cgroup2.as_deref().is_some_and(|c| c.starts_with(dir)))
             .map(|(&tid, _)| tid)
             .collect())
     }

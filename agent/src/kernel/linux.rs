@@ -69,7 +69,15 @@ pub fn proc_process_info(pid: u32) -> io::Result<ProcessInfo> {
         kernel_thread: flags & PF_KTHREAD != 0,
         exe: fs::read_link(format!("/proc/{pid}/exe")).ok(),
         allowed_cpus: allowed_cpus(pid)?,
+        uids: proc_uids(pid)?,
     })
+}
+
+/// The user ids of a process, from /proc/<pid>/status.
+pub fn proc_uids(pid: u32) -> io::Result<super::Uids> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    super::Uids::parse_status(&status)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Uid line in /proc status"))
 }
 
 fn check(rc: libc::c_long) -> io::Result<()> {

@@ -128,18 +128,69 @@ fn is_cgroup2(dir: &Path) -> io::Result<bool> {
     Ok(buf.f_type as i64 == CGROUP2_SUPER_MAGIC)
 }
 
-/// Threads in a cgroup-v2 directory (its `cgroup.threads`). NotFound when
-/// the directory was removed.
+/// Most cgroup directories of one subtree read per call: a job's subtree
+/// holds a few (Slurm: job, step, user, task; systemd: nested scopes);
+/// this only bounds the work a runaway tree can cause per poll.
+pub const MAX_SUBTREE_DIRS: usize = 4096;
+
+/// Threads in a cgroup-v2 directory and every cgroup below it (each
+/// directory's `cgroup.threads` lists only its own threads; Slurm and
+/// systemd put tasks in sub-cgroups made after the job's). NotFound when
+/// `dir` itself was removed; a sub-cgroup removed meanwhile is skipped.
 pub fn cgroup2_threads(dir: &Path) -> io::Result<Vec<u32>> {
-    let text = fs::read_to_string(dir.join("cgroup.threads"))?;
-    let mut tids: Vec<u32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let mut tids = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    let mut seen = 0;
+    while let Some(d) = pending.pop() {
+        seen += 1;
+        let top = d == dir;
+        let text = match fs::read_to_string(d.join("cgroup.threads")) {
+            Ok(text) => text,
+            Err(e) if !top && e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        tids.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+        let entries = match fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(e) if !top && e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries.flatten() {
+            if seen + pending.len() >= MAX_SUBTREE_DIRS {
+                break;
+            }
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push(entry.path());
+            }
+        }
+    }
     tids.sort_unstable();
+    tids.dedup();
     Ok(tids)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_of_sub_cgroups_count_and_a_vanished_one_is_skipped() {
+        // Plain directories laid out like cgroup-v2 ones.
+        let root = tempfile::tempdir().unwrap();
+        let job = root.path().join("job_5");
+        let task = job.join("step_0/user/task_0");
+        fs::create_dir_all(&task).unwrap();
+        fs::write(job.join("cgroup.threads"), "10\n").unwrap();
+        fs::write(job.join("step_0/cgroup.threads"), "").unwrap();
+        fs::write(job.join("step_0/user/cgroup.threads"), "").unwrap();
+        // step_1 has no cgroup.threads: as if removed meanwhile
+        fs::create_dir_all(job.join("step_1/user")).unwrap();
+        fs::write(task.join("cgroup.threads"), "30\n31\n").unwrap();
+        assert_eq!(cgroup2_threads(&job).unwrap(), vec![10, 30, 31]);
+        assert_eq!(cgroup2_threads(&task).unwrap(), vec![30, 31]);
+        let gone = cgroup2_threads(&root.path().join("nope")).unwrap_err();
+        assert_eq!(gone.kind(), io::ErrorKind::NotFound);
+    }
 
     #[test]
     fn the_parent_is_field_4_even_with_an_odd_command_name() {

@@ -92,6 +92,38 @@ pub struct ProcessInfo {
     pub exe: Option<PathBuf>,
     /// CPUs it may run on.
     pub allowed_cpus: Vec<u32>,
+    /// Its user ids (`Uid:` of /proc/<pid>/status).
+    pub uids: Uids,
+}
+
+/// A process's real, effective and saved user ids.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Uids {
+    pub real: u32,
+    pub effective: u32,
+    pub saved: u32,
+}
+
+impl Uids {
+    /// All three the same user's.
+    pub fn of(uid: u32) -> Self {
+        Self {
+            real: uid,
+            effective: uid,
+            saved: uid,
+        }
+    }
+
+    /// The `Uid:` line of /proc/<pid>/status (real, effective, saved, fs).
+    pub fn parse_status(status: &str) -> Option<Self> {
+        let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+        let mut ids = line.split_whitespace().map(str::parse::<u32>);
+        Some(Self {
+            real: ids.next()?.ok()?,
+            effective: ids.next()?.ok()?,
+            saved: ids.next()?.ok()?,
+        })
+    }
 }
 
 pub trait Kernel: TaskControl + FrameCounters {
@@ -162,7 +194,8 @@ pub trait Kernel: TaskControl + FrameCounters {
     /// The cgroup-v2 directory `path` names (see
     /// [`membership::resolve_cgroup2`]); NotFound when there is none.
     fn cgroup2_dir(&self, path: &str) -> io::Result<PathBuf>;
-    /// Threads in a cgroup-v2 directory; NotFound once it is removed.
+    /// Threads in a cgroup-v2 directory and the cgroups below it; NotFound
+    /// once it is removed.
     fn cgroup2_threads(&self, dir: &Path) -> io::Result<Vec<u32>>;
 }
 

@@ -18,4 +18,4 @@ mod server;
 pub use client::{LineClient, LineError};
 pub use limits::LineLimits;
 #[cfg(feature = "tokio")]
-pub use server::{Call, serve};
+pub use server::{Call, Peer, PeerCall, serve, serve_peers};

@@ -23,6 +23,19 @@ use super::{
 /// A request on its way to the main loop, with where to send the reply.
 pub type Call<Q, R> = (Q, oneshot::Sender<R>);
 
+/// A request with who sent it (a socket any user may connect to).
+pub type PeerCall<Q, R> = (Q, Peer, oneshot::Sender<R>);
+
+/// The process on the other end of a connection, as the kernel recorded it
+/// when it connected (`SO_PEERCRED`): not something the client says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub uid: u32,
+    pub gid: u32,
+    /// None when the peer is in another pid namespace.
+    pub pid: Option<i32>,
+}
+
 /// Serves `listener` until the task is dropped: requests of type `Q` go to
 /// `calls`, replies of type `R` come back; `error` turns a message into the
 /// protocol's error reply.
@@ -34,6 +47,41 @@ pub async fn serve<Q, R>(
 ) where
     Q: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
+{
+    serve_as(listener, calls, limits, error, |request, _, reply| {
+        (request, reply)
+    })
+    .await;
+}
+
+/// [`serve`] for a socket whose requests are judged by who sends them:
+/// each request goes to `calls` with the connection's peer credentials. A
+/// connection whose credentials cannot be read is refused.
+pub async fn serve_peers<Q, R>(
+    listener: UnixListener,
+    calls: mpsc::Sender<PeerCall<Q, R>>,
+    limits: LineLimits,
+    error: fn(String) -> R,
+) where
+    Q: DeserializeOwned + Send + 'static,
+    R: Serialize + Send + 'static,
+{
+    serve_as(listener, calls, limits, error, |request, peer, reply| {
+        (request, peer, reply)
+    })
+    .await;
+}
+
+async fn serve_as<Q, R, M>(
+    listener: UnixListener,
+    calls: mpsc::Sender<M>,
+    limits: LineLimits,
+    error: fn(String) -> R,
+    wrap: fn(Q, Peer, oneshot::Sender<R>) -> M,
+) where
+    Q: DeserializeOwned + Send + 'static,
+    R: Serialize + Send + 'static,
+    M: Send + 'static,
 {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     loop {
@@ -54,10 +102,23 @@ pub async fn serve<Q, R>(
             refuse_at_once(&stream, &error(busy));
             continue;
         };
+        let peer = match stream.peer_cred() {
+            Ok(cred) => Peer {
+                uid: cred.uid(),
+                gid: cred.gid(),
+                pid: cred.pid(),
+            },
+            Err(e) => {
+                refuse_at_once(&stream, &error(format!("reading peer credentials: {e}")));
+                continue;
+            }
+        };
         let connection = Connection {
             calls: calls.clone(),
             limits,
             error,
+            wrap,
+            peer,
             _slot: permit,
         };
         tokio::spawn(connection.run(stream));
@@ -72,18 +133,21 @@ fn refuse_at_once<R: Serialize>(stream: &UnixStream, reply: &R) {
     }
 }
 
-struct Connection<Q, R> {
-    calls: mpsc::Sender<Call<Q, R>>,
+struct Connection<Q, R, M> {
+    calls: mpsc::Sender<M>,
     limits: LineLimits,
     error: fn(String) -> R,
+    wrap: fn(Q, Peer, oneshot::Sender<R>) -> M,
+    peer: Peer,
     /// The connection's place under the cap, given back when it ends.
     _slot: OwnedSemaphorePermit,
 }
 
-impl<Q, R> Connection<Q, R>
+impl<Q, R, M> Connection<Q, R, M>
 where
     Q: DeserializeOwned + Send + 'static,
     R: Serialize + Send + 'static,
+    M: Send + 'static,
 {
     async fn run(self, stream: UnixStream) {
         let (reader, mut writer) = stream.into_split();
@@ -151,7 +215,8 @@ where
     /// The main loop's reply; `None` when it is gone.
     async fn call(&self, request: Q) -> Option<R> {
         let (reply_to, reply) = oneshot::channel();
-        self.calls.send((request, reply_to)).await.ok()?;
+        let call = (self.wrap)(request, self.peer, reply_to);
+        self.calls.send(call).await.ok()?;
         reply.await.ok()
     }
 

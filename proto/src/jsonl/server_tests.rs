@@ -210,3 +210,38 @@ async fn idle_and_trickling_clients_are_closed_after_the_idle_time_out() {
     trickle.assert_closed().await;
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[tokio::test]
+async fn a_peer_socket_hands_each_request_over_with_the_kernels_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("u.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let (calls, mut incoming) = mpsc::channel::<PeerCall<Request, Response>>(8);
+    tokio::spawn(serve_peers(
+        listener,
+        calls,
+        limits(4, 1024, 10_000),
+        Response::Error,
+    ));
+    let stream = UnixStream::connect(&path).await.unwrap();
+    let (reader, writer) = stream.into_split();
+    let mut client = Client {
+        reader: BufReader::new(reader),
+        writer: Some(writer),
+    };
+    client.send(b"{\"op\":\"status\"}\n").await;
+    let (request, peer, reply) = incoming.recv().await.unwrap();
+    assert_eq!(request, Request::Status);
+    // SAFETY: getuid and getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    assert_eq!(
+        peer,
+        Peer {
+            uid,
+            gid,
+            pid: Some(std::process::id() as i32),
+        }
+    );
+    reply.send(Response::Ok(Reply::Done)).unwrap();
+    assert_eq!(client.reply().await, Some(Response::Ok(Reply::Done)));
+}

@@ -4,7 +4,7 @@
 use cosched_proto::control::{AttachTarget, LOCAL_JOB_IDS};
 
 use super::*;
-use crate::engine::AttachRequest;
+use crate::engine::{AttachRequest, Caller};
 use cosched_proto::wire::JobClass;
 
 const CG: &str = "/fake/unified/slurm/job_7";
@@ -300,4 +300,205 @@ fn a_launcher_daemon_is_followed_but_never_stopped_while_its_ranks_are() {
     }));
     assert!(e.k.tasks[&120].stopped);
     assert!(!e.k.tasks[&100].stopped);
+}
+
+const ALICE: u32 = 1000;
+const BOB: u32 = 1001;
+
+/// A process of `uid`.
+fn spawn_of(e: &mut Engine<FakeKernel>, pid: u32, uid: u32) {
+    e.k.spawn(pid, SchedAttr::other(0));
+    e.k.uids.insert(pid, uid);
+}
+
+#[test]
+fn a_user_joins_its_own_process_and_then_owns_the_job_on_this_node() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, ALICE);
+    assert_eq!(
+        e.join_as(12, 100, false, false, Caller::User(ALICE))
+            .unwrap(),
+        2
+    );
+    assert_eq!(e.reg.job(12).unwrap().owner, Some(ALICE));
+    // Bob cannot join his own process into Alice's job.
+    spawn_of(&mut e, 200, BOB);
+    let error = e
+        .join_as(12, 200, false, false, Caller::User(BOB))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("belongs to user 1000"), "{error}");
+    assert!(e.reg.task(200).is_none());
+}
+
+#[test]
+fn a_user_cannot_join_another_users_or_roots_process() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 200, BOB);
+    spawn_of(&mut e, 300, 0);
+    for pid in [200, 300] {
+        let error = e
+            .join_as(12, pid, false, false, Caller::User(ALICE))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not to you (uid 1000)"), "{pid}: {error}");
+        assert_untouched_task(&e, pid);
+    }
+    assert_eq!(e.reg.job(12).unwrap().owner, None, "still nobody's");
+    for (pid, why) in [(1, "init"), (4242, "no such process")] {
+        if pid == 1 {
+            spawn_of(&mut e, 1, ALICE);
+        }
+        let error = e
+            .join_as(12, pid, false, false, Caller::User(ALICE))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(why), "{pid}: {error}");
+    }
+}
+
+#[test]
+fn a_tree_with_a_process_of_another_user_is_refused_whole() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    // e.g. a set-user-ID program the user started, now running as root
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, 0);
+    let error = e
+        .join_as(12, 100, false, false, Caller::User(ALICE))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("pid 110"), "{error}");
+    assert_untouched_task(&e, 100);
+    assert_untouched_task(&e, 110);
+}
+
+#[test]
+fn a_user_may_not_join_a_job_root_attached_locally_for_nobody() {
+    let mut e = engine();
+    // Root attached a tree of root's processes: owned by root.
+    spawn_of(&mut e, 100, 0);
+    e.attach(by_tree(100)).unwrap();
+    spawn_of(&mut e, 200, ALICE);
+    let error = e
+        .join_as(5, 200, false, false, Caller::User(ALICE))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("belongs to user 0"), "{error}");
+    // Root attached Alice's tree: Alice may add her other processes.
+    spawn_of(&mut e, 300, ALICE);
+    e.attach(AttachRequest {
+        job_id: Some(6),
+        ..by_tree(300)
+    })
+    .unwrap();
+    assert_eq!(
+        e.join_as(6, 200, false, false, Caller::User(ALICE))
+            .unwrap(),
+        1
+    );
+}
+
+#[test]
+fn a_process_leaves_with_its_descendants_and_the_job_keeps_the_rest() {
+    let mut e = engine();
+    e.expect_job(12, "mpi", 0).unwrap();
+    e.set_gang(Some(Gang {
+        active: [99].into(),
+        strict: true,
+    }));
+    spawn_of(&mut e, 100, ALICE);
+    e.k.spawn_child(110, 100, SchedAttr::other(0));
+    e.k.uids.insert(110, ALICE);
+    spawn_of(&mut e, 200, ALICE);
+    e.join_as(12, 100, false, false, Caller::User(ALICE))
+        .unwrap();
+    e.join_as(12, 200, false, false, Caller::User(ALICE))
+        .unwrap();
+    assert!(e.k.tasks[&110].stopped);
+    // Bob may not hand Alice's process back.
+    let error = e.leave(100, Caller::User(BOB)).unwrap_err().to_string();
+    assert!(error.contains("not to you"), "{error}");
+    assert!(e.reg.task(100).is_some());
+    assert_eq!(e.leave(100, Caller::User(ALICE)).unwrap(), (12, 2));
+    assert_untouched_task(&e, 100);
+    assert_untouched_task(&e, 110);
+    assert!(!e.k.tasks[&110].stopped, "handed back running");
+    assert_eq!(e.reg.task(200).unwrap().job, 12, "the rest stays");
+    let error = e.leave(100, Caller::User(ALICE)).unwrap_err().to_string();
+    assert!(error.contains("in no job"), "{error}");
+}
+
+/// `tid` is not managed and has its attributes as they were.
+fn assert_untouched_task(e: &Engine<FakeKernel>, tid: u32) {
+    assert!(e.reg.task(tid).is_none(), "registry still has {tid}");
+    assert!(!e.k.tracked.contains_key(&tid), "eBPF still tracks {tid}");
+    assert_eq!(e.k.attr(tid), SchedAttr::other(0), "{tid} was changed");
+}
+
+#[test]
+fn a_cgroup_job_follows_tasks_into_sub_cgroups_made_later_and_out_of_its_subtree() {
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.move_to_cgroup2(100, Some(CG));
+    let (id, _) = e.attach(by_cgroup(None)).unwrap();
+    // Slurm makes step_0/user/task_0 below the job's cgroup and puts the
+    // task there.
+    let task_cg = format!("{CG}/step_0/user/task_0");
+    e.k.cgroups2.insert(task_cg.clone().into());
+    e.k.spawn(200, SchedAttr::other(0));
+    e.k.move_to_cgroup2(200, Some(&task_cg));
+    e.poll(10, 0.0);
+    assert_eq!(
+        e.reg.task(200).unwrap().job,
+        id,
+        "taken from the sub-cgroup"
+    );
+    // A managed task moving down into a sub-cgroup stays.
+    e.k.move_to_cgroup2(100, Some(&task_cg));
+    e.poll(20, 0.0);
+    assert_eq!(e.reg.task(100).unwrap().job, id);
+    // Leaving the subtree (a sibling job's cgroup) hands it back.
+    let sibling = "/fake/unified/slurm/job_8";
+    e.k.cgroups2.insert(sibling.into());
+    e.k.move_to_cgroup2(200, Some(sibling));
+    e.poll(30, 0.0);
+    assert!(e.reg.task(200).is_none());
+    assert_eq!(e.k.attr(200), SchedAttr::other(0));
+    assert!(e.job_running(id));
+}
+
+#[test]
+fn an_expected_rank_nothing_joined_ends_after_the_expect_timeout() {
+    let mut e = engine();
+    assert_eq!(e.cfg.expect_timeout_s, 120);
+    let s = 1_000_000_000;
+    e.k.now = 10 * s;
+    e.expect_job(12, "slurm-5.0", 1).unwrap();
+    e.expect_job(13, "slurm-6.0", 1).unwrap();
+    spawn_of(&mut e, 100, ALICE);
+    e.join(13, 100, false, false).unwrap();
+    e.k.now = 129 * s;
+    assert!(e.poll(129 * s, 0.0).is_empty(), "still within its time");
+    e.k.now = 130 * s;
+    assert_eq!(
+        e.poll(130 * s, 0.0),
+        vec![12],
+        "the rank nobody joined ends; the joined one runs on"
+    );
+    assert!(e.job_running(13));
+}
+
+#[test]
+fn with_no_expect_timeout_an_expected_rank_waits_forever() {
+    let mut e = engine();
+    e.cfg.expect_timeout_s = 0;
+    e.expect_job(12, "mpi", 0).unwrap();
+    e.k.now = 1_000_000 * 1_000_000_000;
+    assert!(e.poll(e.k.now, 0.0).is_empty());
 }

@@ -97,6 +97,7 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
             kernel_thread: true,
             exe: None,
             allowed_cpus: vec![0, 1],
+            uids: Default::default(),
         },
     );
     assert!(refused(&mut e, 2).contains("kernel thread"));
@@ -108,6 +109,7 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
             kernel_thread: false,
             exe: None,
             allowed_cpus: vec![0],
+            uids: Default::default(),
         },
     );
     assert!(refused(&mut e, 3).contains("zombie"));
@@ -119,6 +121,7 @@ fn init_kernel_threads_zombies_and_cosched_daemons_are_refused() {
             kernel_thread: false,
             exe: Some(PathBuf::from("/usr/bin/cosched-agent")),
             allowed_cpus: vec![0],
+            uids: Default::default(),
         },
     );
     assert!(refused(&mut e, 4).contains("cosched daemon"));
