@@ -87,7 +87,7 @@ impl<K: Kernel> Engine<K> {
         if self.classes.division_source() == Some(DivisionSource::Local) {
             tracing::info!("the coordinator's 2DCS-TDM divisions resumed");
         }
-        if self.classes.division_started(division.class, now) {
+        if self.classes.division_started(division.class, division.len_ns(), now) {
             self.decide_classes(now, None);
         }
     }
