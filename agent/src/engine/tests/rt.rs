@@ -455,3 +455,34 @@ fn the_agent_runs_above_the_rt_band_while_the_class_overlay_gives_rt_tasks_prior
     e.poll(4 * MS, 0.0);
     assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "the RT job ended");
 }
+
+#[test]
+fn tdm_without_divisions_from_the_coordinator_falls_back_to_its_own_clock_and_says_so_in_metrics() {
+    let mut e = rt_engine("");
+    launch_rt(&mut e, 1, 100, SPEC);
+    e.set_class_mode(Some(ClassMode::Tdm {
+        ratio: FairnessRatio::new(2, 1).unwrap(),
+        rt_band: None,
+        be_under_rt: BeUnderRt::Capped,
+        period_ns: 30 * MS,
+    }))
+    .unwrap();
+    e.division_started(division(Class::RealTime, MS));
+    tick_at(&mut e, 10 * MS);
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 0);
+    // No division for more than the grace time (3 × Δ).
+    for t in (20..=130).step_by(5) {
+        tick_at(&mut e, t * MS);
+    }
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 1);
+    assert_eq!(e.metrics.tdm_fallbacks.get(), 1);
+    assert!(
+        e.status().classes.contains("local clock"),
+        "{}",
+        e.status().classes
+    );
+    // The coordinator's divisions resume.
+    e.division_started(division(Class::BestEffort, 131 * MS));
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 0);
+    assert_eq!(e.metrics.tdm_fallbacks.get(), 1, "entered once");
+}
