@@ -270,7 +270,8 @@ impl ClassOverlay {
                 let rt_division = node.division() == Class::RealTime;
                 let rt_not_lent = node.decision().class() == Some(Class::RealTime);
                 let held = rt_division && rt_not_lent;
-                rt_urgent = (!rt_division && self.division_end_ns > 0).then_some(self.division_end_ns);
+                rt_urgent =
+                    (!rt_division && self.division_end_ns > 0).then_some(self.division_end_ns);
                 (Some(rt_division), self.held_be(held))
             }
             Node::Ps(node) => {
@@ -294,8 +295,7 @@ impl ClassOverlay {
         if let Some(rt_runs) = rt_runs {
             self.priorities.assign(rt);
             for task in rt {
-                let urgent =
-                    rt_urgent.is_some_and(|end| due_before_be_division_ends(task, end));
+                let urgent = rt_urgent.is_some_and(|end| due_before_be_division_ends(task, end));
                 let level = match self.priorities.priority(task.id) {
                     Some(prio) if (rt_runs || urgent) && task.is_due() => RtLevel::Run { prio },
                     _ => RtLevel::Hold,

@@ -88,7 +88,10 @@ impl<K: Kernel> Engine<K> {
             tracing::info!("the coordinator's 2DCS-TDM divisions resumed");
             self.metrics.tdm_fallback_active.set(0);
         }
-        if self.classes.division_started(division.class, division.len_ns(), now) {
+        if self
+            .classes
+            .division_started(division.class, division.len_ns(), now)
+        {
             self.decide_classes(now, None);
         }
     }
@@ -243,8 +246,7 @@ impl<K: Kernel> Engine<K> {
         self.metrics
             .tdm_fallback_active
             .set(i64::from(now_source == Some(DivisionSource::Local)));
-        if source == Some(DivisionSource::Coordinator)
-            && now_source == Some(DivisionSource::Local)
+        if source == Some(DivisionSource::Coordinator) && now_source == Some(DivisionSource::Local)
         {
             self.metrics.tdm_fallbacks.inc();
             tracing::warn!(

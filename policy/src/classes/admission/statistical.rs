@@ -118,7 +118,8 @@ impl Calibration {
         if self.declared == 0 || self.measured >= self.declared {
             return declared_ns;
         }
-        let scaled = u128::from(declared_ns) * u128::from(self.measured) / u128::from(self.declared);
+        let scaled =
+            u128::from(declared_ns) * u128::from(self.measured) / u128::from(self.declared);
         (scaled as u64).max(1)
     }
 }
