@@ -55,6 +55,11 @@ pub struct Metrics {
     /// RT tasks by how the class overlay realises them now.
     pub rt_tasks: prometheus::IntGaugeVec,
     pub rt_deadline_refused: IntCounter,
+    /// 2DCS-TDM: 1 while the node runs its own division clock because the
+    /// coordinator's divisions stopped coming.
+    pub tdm_fallback_active: IntGauge,
+    /// 2DCS-TDM: times the node fell back to its own division clock.
+    pub tdm_fallbacks: IntCounter,
     /// 1 for the class running now (both 0 without a class mode).
     pub class_running: prometheus::IntGaugeVec,
     /// Last totals exported per job, to turn totals into counter increments.
@@ -147,6 +152,8 @@ impl Metrics {
             rt_miss_rate: reg(&r, prometheus::GaugeVec::new(Opts::new("cosched_rt_miss_rate", "Missed over expected frames of the RT job, over every closed window so far (cumulative)."), job).expect("valid metric")),
             rt_tasks: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_rt_tasks", "RT tasks by how the class overlay realises them now: fifo (EDF priority), deadline (SCHED_DEADLINE), held (SCHED_IDLE: satisfied, throttled or outside its class's turn), none (no class mode)."), &["sched"]).expect("valid metric")),
             rt_deadline_refused: reg(&r, IntCounter::new("cosched_rt_deadline_refused_total", "RT tasks the kernel refused SCHED_DEADLINE to (they run by EDF-ordered SCHED_FIFO priority instead).").expect("valid metric")),
+            tdm_fallback_active: reg(&r, IntGauge::new("cosched_tdm_division_fallback", "1 while 2DCS-TDM runs the node's own division clock (same ratio and period) because no division came from the coordinator for the grace time; 0 otherwise.").expect("valid metric")),
+            tdm_fallbacks: reg(&r, IntCounter::new("cosched_tdm_division_fallbacks_total", "Times 2DCS-TDM fell back to the node's own division clock (the coordinator's divisions stopped coming).").expect("valid metric")),
             class_running: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_class_running", "1 for the class the node runs now (rt or be: the 2DCS-TDM division, or 2DCS-PS's choice); both 0 without a class mode."), &["class"]).expect("valid metric")),
             registry: r,
             last_job: HashMap::new(),

@@ -88,6 +88,9 @@ pub struct RtReport {
     pub missed_frames: u64,
     /// Windows with fewer than b frames: deadlines missed.
     pub missed_windows: u64,
+    /// b − n of each complete window in order (where the misses fell).
+    #[serde(default)]
+    pub missed_by_window: Vec<u64>,
     /// missed_frames / (b · windows), the paper's (b − n)/b averaged.
     pub miss_rate: f64,
     /// CPU time per frame, µs: from the start of its compute to its report
@@ -197,6 +200,7 @@ mod tests {
                 frames_in_windows: 96,
                 missed_frames: 2,
                 missed_windows: 1,
+                missed_by_window: vec![2, 0],
                 miss_rate: 2.0 / 96.0,
                 frame_work_us: Percentiles {
                     p50: 2001.5,
@@ -266,6 +270,7 @@ mod tests {
             "frames_in_windows",
             "missed_frames",
             "missed_windows",
+            "missed_by_window",
             "miss_rate",
             "counter_file",
             "counter_error",

@@ -14,6 +14,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Empty windows in a row listed one by one in the per-window misses (a
+/// stalled process's list stays short).
+const MAX_EMPTY_LISTED: u64 = 1000;
+
 /// Counts one process's frames into windows of `window_ns`.
 #[derive(Clone, Debug)]
 pub struct FrameWindows {
@@ -25,6 +29,8 @@ pub struct FrameWindows {
     in_current: u64,
     /// Totals of the windows closed so far.
     closed: WindowTotals,
+    /// b − n of each closed window, in order (0 for a window met).
+    missed_by_window: Vec<u64>,
 }
 
 /// Frames and misses over the complete windows of a run.
@@ -65,6 +71,7 @@ impl FrameWindows {
             current: 0,
             in_current: 0,
             closed: WindowTotals::default(),
+            missed_by_window: Vec::new(),
         }
     }
 
@@ -86,15 +93,21 @@ impl FrameWindows {
     }
 
     /// Totals of the windows complete at `end_ns`, the end of the run.
-    pub fn finish(mut self, end_ns: u64) -> WindowTotals {
+    pub fn finish(self, end_ns: u64) -> WindowTotals {
+        self.finish_by_window(end_ns).0
+    }
+
+    /// [`finish`](Self::finish), and b − n of each complete window in order
+    /// (where in a run the misses fell: start-up, or all along).
+    pub fn finish_by_window(mut self, end_ns: u64) -> (WindowTotals, Vec<u64>) {
         let Some(origin) = self.origin_ns else {
-            return WindowTotals::default();
+            return (WindowTotals::default(), Vec::new());
         };
         let complete = end_ns.saturating_sub(origin) / self.window_ns;
         if complete > self.current {
             self.close_until(complete);
         }
-        self.closed
+        (self.closed, self.missed_by_window)
     }
 
     /// The window a frame done at `at_ns` counts in: (start, end] intervals.
@@ -110,10 +123,14 @@ impl FrameWindows {
         let closed = &mut self.closed;
         closed.windows += 1 + empty;
         closed.frames += self.in_current;
-        if self.in_current < b {
-            closed.missed_frames += b - self.in_current;
+        let missed = b.saturating_sub(self.in_current);
+        if missed > 0 {
+            closed.missed_frames += missed;
             closed.missed_windows += 1;
         }
+        self.missed_by_window.push(missed);
+        self.missed_by_window
+            .extend(std::iter::repeat_n(b, empty.min(MAX_EMPTY_LISTED) as usize));
         closed.missed_frames += empty * b;
         closed.missed_windows += empty;
         self.current = window;
@@ -158,6 +175,22 @@ mod tests {
     /// Windows of b = 4 frames of period D.
     fn windows() -> FrameWindows {
         FrameWindows::new(4 * D, 4)
+    }
+
+    #[test]
+    fn per_window_misses_say_where_a_run_missed() {
+        // b = 2, Γ = 10: window 0 gets 1 frame, window 1 two, windows 2 and
+        // 3 none (a stall), window 4 two.
+        let mut w = FrameWindows::new(10, 2);
+        w.start(0);
+        w.frame_done(5);
+        w.frame_done(12);
+        w.frame_done(18);
+        w.frame_done(43);
+        w.frame_done(47);
+        let (totals, by_window) = w.finish_by_window(50);
+        assert_eq!(by_window, vec![1, 0, 2, 2, 0]);
+        assert_eq!(totals.missed_frames, by_window.iter().sum::<u64>());
     }
 
     #[test]

@@ -27,6 +27,7 @@ use cosched_policy::{
     classes::{
         Class, DEFAULT_GRACE_PERIODS, DivisionFallback, DivisionSource, EdfPriorities,
         FairnessRatio, PriorityBand, PsNode, PsParams, Readiness, RtTask, TdmEvent, TdmNode,
+        due_before_be_division_ends,
     },
     local::TaskId,
 };
@@ -135,6 +136,9 @@ pub struct ClassOverlay {
     placed: BTreeSet<u32>,
     /// 2DCS-TDM: the node's own clock when the coordinator goes silent.
     fallback: Option<DivisionFallback>,
+    /// 2DCS-TDM: when the current division ends on this node's clock (0:
+    /// not known).
+    division_end_ns: u64,
 }
 
 impl ClassOverlay {
@@ -148,6 +152,7 @@ impl ClassOverlay {
             be: BeLevel::Free,
             placed: BTreeSet::new(),
             fallback: None,
+            division_end_ns: 0,
         }
     }
 
@@ -209,13 +214,14 @@ impl ClassOverlay {
         true
     }
 
-    /// The coordinator's division `class` started at `now_ns` (2DCS-TDM;
-    /// ignored in other modes): it rules again if the node ran its own
-    /// clock. The engine decides again right after.
-    pub fn division_started(&mut self, class: Class, now_ns: u64) -> bool {
+    /// The coordinator's division `class`, `len_ns` long, started at
+    /// `now_ns` (2DCS-TDM; ignored in other modes): it rules again if the
+    /// node ran its own clock. The engine decides again right after.
+    pub fn division_started(&mut self, class: Class, len_ns: u64, now_ns: u64) -> bool {
         let Node::Tdm(node) = &mut self.node else {
             return false;
         };
+        self.division_end_ns = now_ns.saturating_add(len_ns);
         if let Some(fallback) = &mut self.fallback {
             fallback.coordinator_division(now_ns);
         }
@@ -238,6 +244,8 @@ impl ClassOverlay {
     /// Decides at `now_ns`, given every RT process (`id` = its pid; ready
     /// or not; its frame state) and whether any BE task is ready.
     pub fn decide(&mut self, now_ns: u64, rt: &[RtTask], be_ready: bool) -> Changes {
+        // 2DCS-TDM's BE division: the end before which a due frame runs.
+        let mut rt_urgent: Option<u64> = None;
         let (rt_runs, be) = match &mut self.node {
             Node::Off => (None, BeLevel::Free),
             Node::Tdm(node) => {
@@ -248,6 +256,7 @@ impl ClassOverlay {
                     && local.class != node.division()
                 {
                     node.on_event(TdmEvent::DivisionStarted(local.class));
+                    self.division_end_ns = local.end_ns;
                 }
                 let now: BTreeSet<u32> = rt.iter().map(|t| t.id.0).collect();
                 for gone in self.placed.difference(&now) {
@@ -261,6 +270,8 @@ impl ClassOverlay {
                 let rt_division = node.division() == Class::RealTime;
                 let rt_not_lent = node.decision().class() == Some(Class::RealTime);
                 let held = rt_division && rt_not_lent;
+                rt_urgent =
+                    (!rt_division && self.division_end_ns > 0).then_some(self.division_end_ns);
                 (Some(rt_division), self.held_be(held))
             }
             Node::Ps(node) => {
@@ -284,8 +295,9 @@ impl ClassOverlay {
         if let Some(rt_runs) = rt_runs {
             self.priorities.assign(rt);
             for task in rt {
+                let urgent = rt_urgent.is_some_and(|end| due_before_be_division_ends(task, end));
                 let level = match self.priorities.priority(task.id) {
-                    Some(prio) if rt_runs && task.is_due() => RtLevel::Run { prio },
+                    Some(prio) if (rt_runs || urgent) && task.is_due() => RtLevel::Run { prio },
                     _ => RtLevel::Hold,
                 };
                 targets.insert(task.id.0, level);
@@ -429,7 +441,7 @@ mod tests {
         assert!((21..=39).contains(&p1) && (21..=39).contains(&p2));
         assert_eq!(o.rt_level(3), Some(RtLevel::Hold), "satisfied");
         assert_eq!(o.be_level(), BeLevel::Capped);
-        assert!(o.division_started(Class::BestEffort, MS));
+        assert!(o.division_started(Class::BestEffort, 5 * MS, MS));
         let c = o.decide(MS, &rt, true);
         assert_eq!(
             c,
@@ -441,6 +453,21 @@ mod tests {
         assert_eq!(o.rt_level(1), Some(RtLevel::Hold));
         assert_eq!(o.be_level(), BeLevel::Free);
         assert_eq!(o.describe(), "tdm 2:1 (be division)");
+    }
+
+    #[test]
+    fn tdm_runs_a_frame_due_before_the_be_division_ends_and_holds_the_rest() {
+        let mut o = ClassOverlay::new(band());
+        assert!(o.set_mode(Some(tdm()), band(), 0));
+        // BE division from 1 ms to 11 ms: task 2's frame is due at 10 ms,
+        // before the next RT division; task 1's at 20 ms can wait for it.
+        assert!(o.division_started(Class::BestEffort, 10 * MS, MS));
+        let rt = [due(1, 20 * MS, false), due(2, 10 * MS, false), satisfied(3)];
+        o.decide(MS, &rt, true);
+        assert_eq!(o.rt_level(1), Some(RtLevel::Hold));
+        assert!(matches!(o.rt_level(2), Some(RtLevel::Run { .. })));
+        assert_eq!(o.rt_level(3), Some(RtLevel::Hold), "satisfied");
+        assert_eq!(o.be_level(), BeLevel::Free, "BE keeps its division");
     }
 
     #[test]
@@ -550,7 +577,7 @@ mod tests {
         let mut o = ClassOverlay::new(band());
         o.set_mode(Some(tdm()), band(), 0);
         let rt = [due(1, u64::MAX, true)];
-        o.division_started(Class::RealTime, 10 * MS);
+        o.division_started(Class::RealTime, 20 * MS, 10 * MS);
         o.decide(10 * MS, &rt, true);
         assert_eq!(o.be_level(), BeLevel::Capped);
         // The coordinator goes silent in the RT division: BE starves for
@@ -575,7 +602,7 @@ mod tests {
         assert_eq!(o.division_source(), Some(DivisionSource::Local));
         assert!(o.describe().contains("local clock"), "{}", o.describe());
         // The coordinator's BE division arrives: it rules again at once.
-        o.division_started(Class::BestEffort, 400 * MS);
+        o.division_started(Class::BestEffort, 10 * MS, 400 * MS);
         for t in 400..480 {
             o.decide(t * MS, &rt, true);
             assert_eq!(o.running(), Some(Class::BestEffort), "at {t} ms");

@@ -86,8 +86,12 @@ impl<K: Kernel> Engine<K> {
         let now = self.k.now_ns();
         if self.classes.division_source() == Some(DivisionSource::Local) {
             tracing::info!("the coordinator's 2DCS-TDM divisions resumed");
+            self.metrics.tdm_fallback_active.set(0);
         }
-        if self.classes.division_started(division.class, now) {
+        if self
+            .classes
+            .division_started(division.class, division.len_ns(), now)
+        {
             self.decide_classes(now, None);
         }
     }
@@ -194,6 +198,7 @@ impl<K: Kernel> Engine<K> {
     /// `live`: the tick's counters (None: read now).
     pub(super) fn decide_classes(&mut self, now_ns: u64, live: Option<&[(u32, TaskStats)]>) {
         if self.classes.mode().is_none() {
+            self.metrics.tdm_fallback_active.set(0);
             return;
         }
         let owned;
@@ -237,9 +242,13 @@ impl<K: Kernel> Engine<K> {
             .collect();
         let source = self.classes.division_source();
         let changes = self.classes.decide(now_ns, &rt, be_ready);
-        if source == Some(DivisionSource::Coordinator)
-            && self.classes.division_source() == Some(DivisionSource::Local)
+        let now_source = self.classes.division_source();
+        self.metrics
+            .tdm_fallback_active
+            .set(i64::from(now_source == Some(DivisionSource::Local)));
+        if source == Some(DivisionSource::Coordinator) && now_source == Some(DivisionSource::Local)
         {
+            self.metrics.tdm_fallbacks.inc();
             tracing::warn!(
                 "no 2DCS-TDM division from the coordinator for {DEFAULT_GRACE_PERIODS} periods: running the node's own division clock (same ratio and period) until its divisions resume"
             );

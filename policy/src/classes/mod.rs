@@ -55,4 +55,5 @@ pub use spec::{RtSpec, RtSpecError};
 pub use tdm::{
     AllocationError, ClassDecision, DEFAULT_GRACE_PERIODS, Division, DivisionClock, DivisionCost,
     DivisionError, DivisionFallback, DivisionSource, Laxity, RtLoadModel, TdmEvent, TdmNode,
+    due_before_be_division_ends,
 };

@@ -75,7 +75,7 @@ impl RtRun {
 
     /// The results at the end of the run.
     pub fn report(mut self) -> RtReport {
-        let totals = self.windows.clone().finish(monotonic_ns());
+        let (totals, missed_by_window) = self.windows.clone().finish_by_window(monotonic_ns());
         let (counter_file, counter_error) = match self.counter {
             Ok(path) => (Some(path.display().to_string()), None),
             Err(err) => (None, Some(err)),
@@ -90,6 +90,7 @@ impl RtRun {
             frames_in_windows: totals.frames,
             missed_frames: totals.missed_frames,
             missed_windows: totals.missed_windows,
+            missed_by_window,
             miss_rate: totals.miss_rate(self.mode.frames),
             frame_work_us: Percentiles::of_ns(&mut self.work_ns),
             counter_file,

@@ -202,7 +202,11 @@ fn in_the_be_division_rt_tasks_are_demoted_and_be_tasks_follow_the_local_policy(
     e.reg.task_mut(300).unwrap().wanted = Some((Level::Boost { prio: 10 }, Reason::ArrivalBoost));
     e.division_started(division(Class::RealTime, MS));
     assert_eq!(e.k.attr(300), SchedAttr::other(0));
-    e.division_started(division(Class::BestEffort, 8 * MS));
+    // A BE division that ends (9 ms) before the RT frame is due (10 ms).
+    e.division_started(Division {
+        end_ns: 9 * MS,
+        ..division(Class::BestEffort, 8 * MS)
+    });
     assert_eq!(
         e.k.attr(100).policy,
         SchedPolicy::Idle,
@@ -220,6 +224,21 @@ fn in_the_be_division_rt_tasks_are_demoted_and_be_tasks_follow_the_local_policy(
         SchedAttr::other(0),
         "no class mode: the policy's"
     );
+}
+
+#[test]
+fn an_rt_frame_due_before_the_be_division_ends_keeps_its_priority_in_that_division() {
+    let mut e = rt_engine("");
+    launch_rt(&mut e, 1, 100, SPEC);
+    e.k.spawn(300, SchedAttr::other(0));
+    e.adopt(3, "be", &[300], None).unwrap();
+    e.set_class_mode(Some(tdm())).unwrap();
+    e.division_started(division(Class::RealTime, MS));
+    // The BE division runs 8 to 18 ms; the RT frame is due at 10 ms: it
+    // cannot wait for the next RT division.
+    e.division_started(division(Class::BestEffort, 8 * MS));
+    assert!(is_boost(e.k.attr(100)), "{:?}", e.k.attr(100));
+    assert_eq!(e.k.attr(300), SchedAttr::other(0), "BE runs below it");
 }
 
 #[test]
@@ -435,4 +454,35 @@ fn the_agent_runs_above_the_rt_band_while_the_class_overlay_gives_rt_tasks_prior
     e.k.exit(100, 3 * MS);
     e.poll(4 * MS, 0.0);
     assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "the RT job ended");
+}
+
+#[test]
+fn tdm_without_divisions_from_the_coordinator_falls_back_to_its_own_clock_and_says_so_in_metrics() {
+    let mut e = rt_engine("");
+    launch_rt(&mut e, 1, 100, SPEC);
+    e.set_class_mode(Some(ClassMode::Tdm {
+        ratio: FairnessRatio::new(2, 1).unwrap(),
+        rt_band: None,
+        be_under_rt: BeUnderRt::Capped,
+        period_ns: 30 * MS,
+    }))
+    .unwrap();
+    e.division_started(division(Class::RealTime, MS));
+    tick_at(&mut e, 10 * MS);
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 0);
+    // No division for more than the grace time (3 × Δ).
+    for t in (20..=130).step_by(5) {
+        tick_at(&mut e, t * MS);
+    }
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 1);
+    assert_eq!(e.metrics.tdm_fallbacks.get(), 1);
+    assert!(
+        e.status().classes.contains("local clock"),
+        "{}",
+        e.status().classes
+    );
+    // The coordinator's divisions resume.
+    e.division_started(division(Class::BestEffort, 131 * MS));
+    assert_eq!(e.metrics.tdm_fallback_active.get(), 0);
+    assert_eq!(e.metrics.tdm_fallbacks.get(), 1, "entered once");
 }

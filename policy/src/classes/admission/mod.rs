@@ -29,7 +29,7 @@ use super::tdm::{AllocationError, RtLoadModel, admit_deterministic, allocate_rt}
 use crate::global::{JobId, NodeIndex};
 
 pub use samples::{MeasuredWork, WorkSamples};
-pub use statistical::{StatisticalParams, admit_statistical};
+pub use statistical::{Calibration, StatisticalParams, admit_statistical};
 
 /// Which admission rule applies to RT jobs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

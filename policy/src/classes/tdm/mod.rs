@@ -25,4 +25,4 @@ pub(crate) use allocation::{Taken, check_spread, node_loads};
 pub use division::{Division, DivisionClock, DivisionError};
 pub use fallback::{DEFAULT_GRACE_PERIODS, DivisionFallback, DivisionSource};
 pub use load::{DivisionCost, RtLoadModel};
-pub use node::{ClassDecision, TdmEvent, TdmNode, decide};
+pub use node::{ClassDecision, TdmEvent, TdmNode, decide, due_before_be_division_ends};

@@ -103,6 +103,23 @@ pub fn decide(division: Class, rt: &[RtTask], be_ready: bool) -> ClassDecision {
     }
 }
 
+/// Whether RT task `task` must run inside a BE division that ends at
+/// `be_division_end_ns`: it has frames due and its next frame's deadline
+/// comes before the RT division that follows, so waiting for that division
+/// would miss the frame for certain.
+///
+/// Frames of a periodic RT program are released every d; a window of
+/// Γ = b·d judged at its end counts the frames done by then. A BE division
+/// that covers a window's end would hold the frames released in it past
+/// that end (measured: the misses of admitted RT jobs under 2DCS-TDM at
+/// light load, `docs/bench-rt.md`). Running only frames whose deadline
+/// falls inside the BE division keeps the division for BE otherwise: a task
+/// ahead of its frames (deadline after the division) or satisfied or
+/// throttled waits; the time it takes is bounded by its budget.
+pub fn due_before_be_division_ends(task: &RtTask, be_division_end_ns: u64) -> bool {
+    task.is_due() && task.state.deadline_ns() <= be_division_end_ns
+}
+
 /// A change on the node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

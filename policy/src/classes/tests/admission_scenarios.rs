@@ -260,9 +260,11 @@ fn the_statistical_bound_admits_at_exactly_the_bound_and_rejects_just_past_it() 
         },
     );
     // 900 000 ppm · 2/3 = 600 000 ppm for RT: 300 000 measured + 300 000.
+    // Job 1 uses half its declaration, so a newcomer is charged half its
+    // own: 602 declared counts for 301.
     let rule = statistical(900_000);
     assert!(matches!(
-        rule.evaluate(&ledger, &frame_job(2, 301), &model()),
+        rule.evaluate(&ledger, &frame_job(2, 602), &model()),
         Err(Rejection::Utilization {
             load_ppm: 301_000,
             placed_ppm: 300_000,
@@ -271,7 +273,7 @@ fn the_statistical_bound_admits_at_exactly_the_bound_and_rejects_just_past_it() 
         })
     ));
     assert!(
-        rule.admit(&mut ledger, &frame_job(2, 300), &model())
+        rule.admit(&mut ledger, &frame_job(2, 600), &model())
             .is_ok()
     );
 }
@@ -334,4 +336,62 @@ fn with_one_process_per_node_each_rule_tests_a_process_on_the_best_node_the_job_
         .evaluate(&ledger, &job(3, &[100, 100]), &model())
         .unwrap();
     assert!(placement.is_spread(), "{placement:?}");
+}
+
+/// One node with a process declared at `declared` per frame, measured over
+/// 200 frames at `measured`.
+fn one_measured(declared: u64, measured: u64) -> ClassLedger {
+    let mut ledger = ClassLedger::new(1);
+    AdmissionRule::None
+        .admit(&mut ledger, &frame_job(1, declared), &model())
+        .unwrap();
+    assert!(ledger.set_job_measured(
+        JobId(1),
+        MeasuredWork {
+            frames: 200,
+            work_ns: measured,
+        },
+    ));
+    ledger
+}
+
+#[test]
+fn a_newcomer_is_charged_what_admitted_programs_were_measured_to_use_of_their_declaration() {
+    // Job 1 declared 400 (40 %) and uses 300: calibration 3/4. A newcomer
+    // declaring 400 counts for 300: 30 % + 30 % fits the 2:1 RT share
+    // (66.7 %); at its declared 40 % it would not.
+    let ledger = one_measured(400, 300);
+    let params = StatisticalParams {
+        bound_ppm: 1_000_000,
+        min_frames: 100,
+    };
+    assert_eq!(params.calibration(&ledger).scale(400), 300);
+    assert!(
+        statistical(1_000_000)
+            .evaluate(&ledger, &frame_job(2, 400), &model())
+            .is_ok()
+    );
+    // Had job 1 used all it declared, the newcomer is charged its 400.
+    let exact = one_measured(400, 400);
+    assert!(matches!(
+        statistical(1_000_000).evaluate(&exact, &frame_job(2, 400), &model()),
+        Err(Rejection::Utilization { .. })
+    ));
+}
+
+#[test]
+fn programs_that_use_more_than_they_declare_never_raise_a_newcomers_charge() {
+    // Job 1 declared 300 and uses 350: the calibration is capped at 1.
+    let ledger = one_measured(300, 350);
+    let params = StatisticalParams {
+        bound_ppm: 1_000_000,
+        min_frames: 100,
+    };
+    assert_eq!(params.calibration(&ledger).scale(300), 300);
+    // 35 % measured + 30 % declared = 65 % fits 66.7 %.
+    assert!(
+        statistical(1_000_000)
+            .evaluate(&ledger, &frame_job(2, 300), &model())
+            .is_ok()
+    );
 }

@@ -1,7 +1,7 @@
 //! 2DCS-TDM on a node: divisions, EDF inside RT, lending (Figure 3).
 
 use super::support::{blocked, due, ms, satisfied};
-use crate::classes::tdm::decide;
+use crate::classes::tdm::{decide, due_before_be_division_ends};
 use crate::classes::{
     Class, ClassDecision, Division, DivisionClock, DivisionError, FairnessRatio, FrameState,
     RtTask, TdmEvent, TdmNode,
@@ -203,4 +203,25 @@ fn a_period_that_leaves_a_class_no_time_is_refused() {
         })
     );
     assert!(DivisionClock::new(1, FairnessRatio::new(2, 1).unwrap(), 0).is_err());
+}
+
+/// A BE division of 50 ms (Δ = 150 ms, 2:1) starting at 100 ms covers the
+/// end of an RT window: the frame due at 120 ms cannot wait for the RT
+/// division at 150 ms, so it runs inside the BE division; a task whose next
+/// frame is due after 150 ms waits, as do satisfied and throttled ones.
+#[test]
+fn a_frame_due_inside_the_be_division_runs_there_a_later_one_waits() {
+    let be_end = ms(150);
+    assert!(due_before_be_division_ends(&due(1, ms(120)), be_end));
+    assert!(due_before_be_division_ends(
+        &blocked(due(1, ms(150))),
+        be_end
+    ));
+    assert!(!due_before_be_division_ends(&due(2, ms(160)), be_end));
+    assert!(!due_before_be_division_ends(
+        &satisfied(3, ms(120), ms(130)),
+        be_end
+    ));
+    let throttled = RtTask::new(TaskId(4), true, FrameState::Throttled { until_ns: ms(110) });
+    assert!(!due_before_be_division_ends(&throttled, be_end));
 }

@@ -140,6 +140,8 @@ pub struct JobResult {
     /// over windows with n < b, and b × windows.
     pub missed_frames: u64,
     pub expected_frames: u64,
+    /// RT: b − n by window index, summed over its ranks.
+    pub missed_by_window: Vec<u64>,
     /// RT, from the agents' frame accounting (what FrameReport carries).
     pub agent_missed_frames: u64,
     pub agent_expected_frames: u64,
@@ -559,6 +561,14 @@ pub fn finish(r: &mut JobResult, o: &JobOutcome, arrived_unix_ns: u64) {
             let u = |k: &str| rt[k].as_u64().unwrap_or(0);
             r.missed_frames += u("missed_frames");
             r.expected_frames += u("windows") * u("frames_per_window");
+            if let Some(list) = rt["missed_by_window"].as_array() {
+                for (i, m) in list.iter().enumerate() {
+                    if r.missed_by_window.len() <= i {
+                        r.missed_by_window.resize(i + 1, 0);
+                    }
+                    r.missed_by_window[i] += m.as_u64().unwrap_or(0);
+                }
+            }
         }
     }
     r.agent_missed_frames = o.rt_missed;

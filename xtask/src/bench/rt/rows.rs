@@ -37,6 +37,9 @@ pub struct RtRow {
     pub rt_miss_rate_agent: f64,
     /// Admitted RT jobs that missed at least one frame.
     pub rt_jobs_missing: usize,
+    /// Σ (b − n) of the admitted RT jobs' ranks by window index (window 0
+    /// is each rank's first): start-up misses show in the first entries.
+    pub rt_missed_by_window: Vec<u64>,
     pub be_jobs: usize,
     pub be_finished: usize,
     pub be_failed: usize,
@@ -87,6 +90,7 @@ impl RtRow {
             rt_miss_rate: f64::NAN,
             rt_miss_rate_agent: f64::NAN,
             rt_jobs_missing: 0,
+            rt_missed_by_window: Vec::new(),
             be_jobs: 0,
             be_finished: 0,
             be_failed: 0,
@@ -124,6 +128,14 @@ impl RtRow {
             sum(|j| j.agent_expected_frames),
         );
         row.rt_jobs_missing = ran.iter().filter(|j| j.missed_frames > 0).count();
+        for j in &ran {
+            for (i, m) in j.missed_by_window.iter().enumerate() {
+                if row.rt_missed_by_window.len() <= i {
+                    row.rt_missed_by_window.resize(i + 1, 0);
+                }
+                row.rt_missed_by_window[i] += m;
+            }
+        }
         row.be_jobs = be.len();
         let done: Vec<&JobResult> = be
             .iter()
