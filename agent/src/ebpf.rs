@@ -40,7 +40,7 @@ pub struct Probes {
     detector_hooks: Vec<Hook>,
     /// Their links while attached. A `syscalls` tracepoint with any program
     /// on it sends every system call of every task on the machine through
-    /// the kernel's syscall-tracing path (~160 ns more per context switch
+    /// the kernel's syscall-tracing path (~125–165 ns more per context switch
     /// of the overhead bench's pipe ping-pong, two system calls per switch:
     /// docs/benchmarks.md), so they are attached only while the agent
     /// tracks a task.
