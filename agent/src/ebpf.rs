@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use aya::{
     Ebpf,
     maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
-    programs::TracePoint,
+    programs::{TracePoint, trace_point::TracePointLinkId},
 };
 use cosched_agent_common::{
     CpuSlot, Drops, Event, MAX_CPUS, Settings, SockOwner, TaskStats, TimelineRecord, WaitKind,
@@ -36,21 +36,33 @@ pub struct Probes {
     timeline: RingBuf<MapData>,
     recording: Array<MapData, u32>,
     wait_detectors: Vec<WaitDetectorState>,
+    /// The waiting detectors' (program, `syscalls` event) pairs.
+    detector_hooks: Vec<Hook>,
+    /// Their links while attached. A `syscalls` tracepoint with any program
+    /// on it sends every system call of every task on the machine through
+    /// the kernel's syscall-tracing path (~125–165 ns more per context switch
+    /// of the overhead bench's pipe ping-pong, two system calls per switch:
+    /// docs/benchmarks.md), so they are attached only while the agent
+    /// tracks a task.
+    detector_links: Vec<(&'static str, TracePointLinkId)>,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
 }
 
-/// Attaches every optional waiting detector whose tracepoints this kernel
-/// has with the expected layout; a missing one is logged and skipped (an
-/// older kernel still runs the agent, with fewer ways to see a wait). A
-/// detector that fails to load or attach on a kernel that has its
-/// tracepoints is an error: that is a bug, not an old kernel.
-fn attach_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<Vec<WaitDetectorState>> {
+/// Loads every optional waiting detector whose tracepoints this kernel
+/// has with the expected layout (they are attached while a task is tracked,
+/// see [`Probes::track`]); a missing one is logged and skipped (an older
+/// kernel still runs the agent, with fewer ways to see a wait). A detector
+/// that fails to load on a kernel that has its tracepoints is an error: that
+/// is a bug, not an old kernel. Returns the detectors' states and the
+/// (program, `syscalls` event) pairs to attach.
+fn load_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<(Vec<WaitDetectorState>, Vec<Hook>)> {
     let mut out = vec![WaitDetectorState {
         name: "recv",
         kind: WaitKind::Recv,
         problem: None,
     }];
+    let mut hooks = Vec::new();
     for d in names::WAIT_DETECTORS {
         let problem = tracefs::detector_problem(&d);
         if problem.is_none() {
@@ -59,7 +71,10 @@ fn attach_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<Vec<WaitDetectorStat
                 d.exit_prog.zip(d.exit_event),
             ];
             for (prog, event) in progs.into_iter().flatten() {
-                attach_tracepoint(ebpf, prog, "syscalls", event)?;
+                tracepoint(ebpf, prog)?
+                    .load()
+                    .with_context(|| format!("loading program {prog}"))?;
+                hooks.push((prog, event));
             }
         }
         out.push(WaitDetectorState {
@@ -81,7 +96,7 @@ fn attach_wait_detectors(ebpf: &mut Ebpf) -> anyhow::Result<Vec<WaitDetectorStat
             d.name
         );
     }
-    Ok(out)
+    Ok((out, hooks))
 }
 
 fn map_io(e: aya::maps::MapError) -> io::Error {
@@ -135,7 +150,7 @@ impl Probes {
             };
             attach_tracepoint(&mut ebpf, prog, cat, name)?;
         }
-        let wait_detectors = attach_wait_detectors(&mut ebpf)?;
+        let (wait_detectors, detector_hooks) = load_wait_detectors(&mut ebpf)?;
         let mut take = |n: &str| ebpf.take_map(n).with_context(|| format!("map {n} missing"));
         let tasks = HashMap::try_from(take(names::TASKS)?)?;
         let cpus = Array::try_from(take(names::CPU_CURRENT)?)?;
@@ -159,6 +174,8 @@ impl Probes {
             timeline,
             recording,
             wait_detectors,
+            detector_hooks,
+            detector_links: Vec::new(),
             _stats: stats,
         })
     }
@@ -179,6 +196,7 @@ impl Probes {
     }
 
     pub fn track(&mut self, tid: u32, tgid: u32, job_id: u32) -> io::Result<()> {
+        self.attach_detectors()?;
         let v = TaskStats {
             job_id,
             tgid,
@@ -208,7 +226,41 @@ impl Probes {
 
     pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
         let _ = self.watch(tid, 0);
-        absent_ok(self.tasks.remove(&tid))
+        absent_ok(self.tasks.remove(&tid))?;
+        if self.tasks.keys().next().is_none() {
+            self.detach_detectors();
+        }
+        Ok(())
+    }
+
+    /// Attaches the waiting detectors (once; they stay until no task is
+    /// tracked).
+    fn attach_detectors(&mut self) -> io::Result<()> {
+        if !self.detector_links.is_empty() || self.detector_hooks.is_empty() {
+            return Ok(());
+        }
+        for &(prog, event) in &self.detector_hooks {
+            let link = tracepoint(&mut self.ebpf, prog)
+                .and_then(|p| {
+                    p.attach("syscalls", event)
+                        .with_context(|| format!("attaching {prog} to tracepoint syscalls/{event}"))
+                })
+                .map_err(|e| io::Error::other(format!("{e:#}")))?;
+            self.detector_links.push((prog, link));
+        }
+        tracing::debug!("waiting detectors attached");
+        Ok(())
+    }
+
+    /// Detaches the waiting detectors (no task is tracked any more).
+    fn detach_detectors(&mut self) {
+        for (prog, link) in std::mem::take(&mut self.detector_links) {
+            let r = tracepoint(&mut self.ebpf, prog).and_then(|p| Ok(p.detach(link)?));
+            if let Err(e) = r {
+                tracing::warn!("detaching {prog}: {e:#}");
+            }
+        }
+        tracing::debug!("waiting detectors detached (no task tracked)");
     }
 
     pub fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {
@@ -307,6 +359,17 @@ impl Probes {
     }
 }
 
+/// A (program, tracepoint event) pair.
+type Hook = (&'static str, &'static str);
+
+/// Tracepoint program `prog` of the object.
+fn tracepoint<'a>(ebpf: &'a mut Ebpf, prog: &str) -> anyhow::Result<&'a mut TracePoint> {
+    Ok(ebpf
+        .program_mut(prog)
+        .with_context(|| format!("program {prog} missing from the object"))?
+        .try_into()?)
+}
+
 /// Loads program `prog` of the object and attaches it to tracepoint
 /// `category/name`.
 fn attach_tracepoint(
@@ -315,10 +378,7 @@ fn attach_tracepoint(
     category: &str,
     name: &str,
 ) -> anyhow::Result<()> {
-    let p: &mut TracePoint = ebpf
-        .program_mut(prog)
-        .with_context(|| format!("program {prog} missing from the object"))?
-        .try_into()?;
+    let p = tracepoint(ebpf, prog)?;
     p.load()
         .with_context(|| format!("loading program {prog}"))?;
     p.attach(category, name)
