@@ -30,17 +30,32 @@ pub fn call(socket: &Path, request: &Value, timeout: Duration) -> Result<Value, 
 
 /// `cosched status` as JSON (`status` object).
 pub fn status(socket: &Path) -> Result<Value, ScaleError> {
-    Ok(call(socket, &json!({"op": "status"}), Duration::from_secs(10))?["status"]["status"].clone())
+    Ok(
+        call(socket, &json!({"op": "status"}), Duration::from_secs(10))?["status"]["status"]
+            .clone(),
+    )
 }
 
 /// Active jobs (with `all`, recently finished too).
 pub fn jobs(socket: &Path, all: bool) -> Result<Vec<Value>, ScaleError> {
-    let reply = call(socket, &json!({"op": "jobs", "all": all}), Duration::from_secs(30))?;
-    Ok(reply["jobs"]["jobs"].as_array().cloned().unwrap_or_default())
+    let reply = call(
+        socket,
+        &json!({"op": "jobs", "all": all}),
+        Duration::from_secs(30),
+    )?;
+    Ok(reply["jobs"]["jobs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default())
 }
 
 /// Submits a job of `nodes` ranks; returns its view.
-pub fn submit(socket: &Path, name: &str, nodes: usize, timeout: Duration) -> Result<Value, ScaleError> {
+pub fn submit(
+    socket: &Path,
+    name: &str,
+    nodes: usize,
+    timeout: Duration,
+) -> Result<Value, ScaleError> {
     let request = json!({
         "op": "submit",
         "job": {"name": name, "nodes": nodes, "command": "/bin/true"},
@@ -52,10 +67,15 @@ pub fn submit(socket: &Path, name: &str, nodes: usize, timeout: Duration) -> Res
 pub fn scrape(address: SocketAddr) -> Result<String, ScaleError> {
     let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(5))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(stream, "GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut text = String::new();
     stream.read_to_string(&mut text)?;
-    Ok(text.split_once("\r\n\r\n").map_or(text.clone(), |(_, body)| body.to_string()))
+    Ok(text
+        .split_once("\r\n\r\n")
+        .map_or(text.clone(), |(_, body)| body.to_string()))
 }
 
 /// Sum of every sample of metric `name` (all label sets) whose labels
@@ -78,7 +98,12 @@ pub fn metric_series(text: &str, name: &str) -> Vec<(String, f64)> {
         .filter_map(|line| {
             let (series, value) = line.rsplit_once(' ')?;
             let (metric, labels) = series.split_once('{').unwrap_or((series, ""));
-            (metric == name).then(|| Some((labels.trim_end_matches('}').to_string(), value.parse().ok()?)))?
+            (metric == name).then(|| {
+                Some((
+                    labels.trim_end_matches('}').to_string(),
+                    value.parse().ok()?,
+                ))
+            })?
         })
         .collect()
 }
@@ -92,7 +117,10 @@ mod tests {
     #[test]
     fn metric_sums_over_labels() {
         assert_eq!(metric_sum(TEXT, "cosched_wire_rejected_total", ""), 5.0);
-        assert_eq!(metric_sum(TEXT, "cosched_wire_rejected_total", "\"b\""), 3.0);
+        assert_eq!(
+            metric_sum(TEXT, "cosched_wire_rejected_total", "\"b\""),
+            3.0
+        );
         assert_eq!(metric_sum(TEXT, "cosched_nodes_connected", ""), 7.0);
         assert_eq!(metric_series(TEXT, "cosched_wire_rejected_total").len(), 2);
     }

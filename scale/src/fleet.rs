@@ -23,9 +23,14 @@ pub struct Fleet {
 
 impl Fleet {
     /// Starts `agents` stand-ins on `runtime`, all connecting at once.
-    pub fn start(runtime: &Runtime, agents: usize, config: AgentConfig) -> Result<Self, ScaleError> {
+    pub fn start(
+        runtime: &Runtime,
+        agents: usize,
+        config: AgentConfig,
+    ) -> Result<Self, ScaleError> {
         let stats = Arc::new(Stats::new(agents));
-        let (fired_tx, fired_rx): (Vec<_>, Vec<_>) = (0..agents).map(|_| unbounded_channel()).unzip();
+        let (fired_tx, fired_rx): (Vec<_>, Vec<_>) =
+            (0..agents).map(|_| unbounded_channel()).unzip();
         let timer = SwitchTimer::spawn(fired_tx, stats.clone())?;
         let config = Arc::new(config);
         let mut commands = Vec::with_capacity(agents);
@@ -42,7 +47,11 @@ impl Fleet {
                 command_rx,
             )));
         }
-        Ok(Self { stats, commands, tasks })
+        Ok(Self {
+            stats,
+            commands,
+            tasks,
+        })
     }
 
     pub fn len(&self) -> usize {

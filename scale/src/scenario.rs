@@ -55,6 +55,8 @@ pub struct ScenarioConfig {
     pub worker_threads: usize,
     /// `COSCHED_LOG` of the coordinator.
     pub coordinator_log: String,
+    /// Where to copy the coordinator's log when it stops.
+    pub keep_log: Option<PathBuf>,
 }
 
 impl ScenarioConfig {
@@ -78,6 +80,7 @@ impl ScenarioConfig {
             pin: None,
             worker_threads: 1,
             coordinator_log: "info".into(),
+            keep_log: None,
         }
     }
 }
@@ -199,6 +202,7 @@ pub struct Report {
 /// The coordinator process and its files.
 struct Coordinator {
     child: Child,
+    keep_log: Option<PathBuf>,
     dir: tempfile::TempDir,
     socket: PathBuf,
     metrics: SocketAddr,
@@ -217,6 +221,7 @@ impl Coordinator {
 
 impl Drop for Coordinator {
     fn drop(&mut self) {
+        self.terminate();
         // SAFETY: signalling our own child by its pid.
         unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -231,16 +236,34 @@ impl Drop for Coordinator {
     }
 }
 
+impl Coordinator {
+    fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        if let Some(path) = self.keep_log.take() {
+            let _ = std::fs::copy(self.log_path(), path);
+        }
+    }
+}
+
 fn free_port() -> Result<u16, ScaleError> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError> {
     let dir = tempfile::tempdir()?;
-    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse().expect("address");
-    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()?).parse().expect("address");
+    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()?)
+        .parse()
+        .expect("address");
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()?)
+        .parse()
+        .expect("address");
     let socket = dir.path().join("coordinator.sock");
-    let nodes: Vec<String> = (0..config.agents).map(|i| format!("\"{}\"", node_name(i))).collect();
+    let nodes: Vec<String> = (0..config.agents)
+        .map(|i| format!("\"{}\"", node_name(i)))
+        .collect();
     let text = format!(
         "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\n",
         nodes.join(", "),
@@ -275,10 +298,14 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         }
     }
     let child = command.spawn().map_err(|error| {
-        ScaleError::Msg(format!("starting {}: {error}", config.coordinator_bin.display()))
+        ScaleError::Msg(format!(
+            "starting {}: {error}",
+            config.coordinator_bin.display()
+        ))
     })?;
     let coordinator = Coordinator {
         child,
+        keep_log: config.keep_log.clone(),
         dir,
         socket,
         metrics,
@@ -291,7 +318,9 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         }
         if Instant::now() > deadline {
             let log = std::fs::read_to_string(coordinator.log_path()).unwrap_or_default();
-            return Err(ScaleError::Msg(format!("the coordinator did not come up:\n{log}")));
+            return Err(ScaleError::Msg(format!(
+                "the coordinator did not come up:\n{log}"
+            )));
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -361,7 +390,12 @@ fn labelled(text: &str, name: &str) -> BTreeMap<String, f64> {
 fn delta(after: &BTreeMap<String, f64>, before: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
     after
         .iter()
-        .map(|(label, value)| (label.clone(), value - before.get(label).copied().unwrap_or(0.0)))
+        .map(|(label, value)| {
+            (
+                label.clone(),
+                value - before.get(label).copied().unwrap_or(0.0),
+            )
+        })
         .filter(|(_, value)| *value != 0.0)
         .collect()
 }
@@ -439,7 +473,11 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         registration.coordinator_all_connected_s = Some(started.elapsed().as_secs_f64());
     }
     registration.cpu = cpu_since(mark, pid);
-    registration.sessions = stats.agents().iter().map(|seen| u64::from(seen.sessions)).sum();
+    registration.sessions = stats
+        .agents()
+        .iter()
+        .map(|seen| u64::from(seen.sessions))
+        .sum();
     registration.connect_failures = Counters::get(&stats.counters.connect_failures);
     registration.handshake_failures = Counters::get(&stats.counters.handshake_failures);
     let metrics_text = admin::scrape(coordinator.metrics).unwrap_or_default();
@@ -461,7 +499,12 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
     let submitted = Instant::now();
     for job in 0..config.jobs {
         let one = Instant::now();
-        admin::submit(&coordinator.socket, &format!("scale{job}"), config.job_nodes, phase_timeout)?;
+        admin::submit(
+            &coordinator.socket,
+            &format!("scale{job}"),
+            config.job_nodes,
+            phase_timeout,
+        )?;
         submission.submit_s.push(one.elapsed().as_secs_f64());
     }
     let wanted = (config.jobs * config.job_nodes) as u64;
@@ -488,7 +531,9 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         Counters::get(&counters.coordinator_heartbeats_answered),
         Counters::get(&counters.switches_applied_late),
     ];
-    let slices_before = admin::status(&coordinator.socket)?["slices"].as_u64().unwrap_or(0);
+    let slices_before = admin::status(&coordinator.socket)?["slices"]
+        .as_u64()
+        .unwrap_or(0);
     stats.start_recording();
     let mark = cpu_mark(pid);
     std::thread::sleep(Duration::from_secs_f64(config.window_s));
@@ -540,7 +585,13 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
 
     // Links broken at once.
     let drop_rejoin = if config.drop_agents > 0 {
-        Some(drop_and_rejoin(&config, &coordinator, &fleet, phase_timeout, &mut progress)?)
+        Some(drop_and_rejoin(
+            &config,
+            &coordinator,
+            &fleet,
+            phase_timeout,
+            &mut progress,
+        )?)
     } else {
         None
     };
@@ -565,7 +616,7 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         config,
     };
     fleet.stop(&runtime);
-    drop(coordinator);
+    coordinator.stop();
     Ok(report)
 }
 
@@ -601,10 +652,13 @@ fn drop_and_rejoin(
     let start_ns = monotonic_ns();
     fleet.drop_links(&dropped);
     let back = |all_of: fn(&crate::stats::AgentSeen) -> Option<u64>| {
-        dropped.iter().zip(&sessions_before).all(|(&agent, &sessions)| {
-            let seen = stats.agent(agent);
-            seen.sessions > sessions && all_of(&seen).is_some()
-        })
+        dropped
+            .iter()
+            .zip(&sessions_before)
+            .all(|(&agent, &sessions)| {
+                let seen = stats.agent(agent);
+                seen.sessions > sessions && all_of(&seen).is_some()
+            })
     };
     let accepted = wait_for(phase_timeout, || back(|seen| seen.accepted_ns));
     let active = wait_for(phase_timeout, || back(|seen| seen.first_active_switch_ns));
@@ -614,7 +668,10 @@ fn drop_and_rejoin(
     stats.stop_recording();
     let seen: Vec<_> = dropped.iter().map(|&agent| stats.agent(agent)).collect();
     let (accepted_ms, _) = ms_since(start_ns, seen.iter().map(|seen| seen.accepted_ns));
-    let (active_ms, _) = ms_since(start_ns, seen.iter().map(|seen| seen.first_active_switch_ns));
+    let (active_ms, _) = ms_since(
+        start_ns,
+        seen.iter().map(|seen| seen.first_active_switch_ns),
+    );
     let text_after = admin::scrape(coordinator.metrics)?;
     let (warnings, errors, _) = log_levels(&coordinator.log_path(), log_offset);
     let jobs_after = admin::jobs(&coordinator.socket, true)?;
@@ -631,10 +688,22 @@ fn drop_and_rejoin(
     let result = DropRejoin {
         dropped: count,
         all_accepted_s: accepted
-            .then(|| accepted_ms.iter().copied().reduce(f64::max).map(|ms| ms / 1e3))
+            .then(|| {
+                accepted_ms
+                    .iter()
+                    .copied()
+                    .reduce(f64::max)
+                    .map(|ms| ms / 1e3)
+            })
             .flatten(),
         all_active_s: active
-            .then(|| active_ms.iter().copied().reduce(f64::max).map(|ms| ms / 1e3))
+            .then(|| {
+                active_ms
+                    .iter()
+                    .copied()
+                    .reduce(f64::max)
+                    .map(|ms| ms / 1e3)
+            })
             .flatten(),
         accepted_ms: Percentiles::of(&mut accepted_ms.clone()),
         active_ms: Percentiles::of(&mut active_ms.clone()),

@@ -183,7 +183,10 @@ impl Stats {
         self.samples.lock().expect("stats").margins.push(margin);
         if margin < 0 {
             let mut slices = self.slices.lock().expect("stats");
-            slices.entry(key).or_insert_with(|| fresh(received_ns)).late_arrivals += 1;
+            slices
+                .entry(key)
+                .or_insert_with(|| fresh(received_ns))
+                .late_arrivals += 1;
         }
     }
 
@@ -228,7 +231,10 @@ impl Stats {
         SwitchView {
             slices: complete.len(),
             agents_per_slice: Percentiles::of(
-                &mut complete.iter().map(|s| f64::from(s.switched)).collect::<Vec<_>>(),
+                &mut complete
+                    .iter()
+                    .map(|s| f64::from(s.switched))
+                    .collect::<Vec<_>>(),
             ),
             skew_us: Percentiles::of(
                 &mut complete

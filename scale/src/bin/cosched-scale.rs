@@ -49,6 +49,9 @@ struct Args {
     /// COSCHED_LOG of the coordinator.
     #[arg(long, default_value = "info")]
     coordinator_log: String,
+    /// Copy the coordinator's log here when it stops.
+    #[arg(long)]
+    keep_log: Option<PathBuf>,
     /// Where to write the JSON report.
     #[arg(long)]
     output: Option<PathBuf>,
@@ -81,6 +84,7 @@ fn main() -> anyhow::Result<()> {
         pin,
         worker_threads: args.worker_threads,
         coordinator_log: args.coordinator_log,
+        keep_log: args.keep_log,
     };
     let report = scenario::run(config, |line| eprintln!("scale: {line}"))?;
     let text = serde_json::to_string_pretty(&report)?;
