@@ -306,9 +306,8 @@ impl Daemon {
     }
 
     fn update_gauges(&self) {
-        let jobs = self.core.jobs_view(false);
         for state in [JobStateView::Queued, JobStateView::Running] {
-            let count = jobs.iter().filter(|job| job.state == state).count();
+            let count = self.core.count_jobs(state);
             self.metrics
                 .jobs
                 .with_label_values(&[state.as_str()])
@@ -359,7 +358,9 @@ impl Daemon {
                         self.node_conn[connection.node] = None;
                     }
                 }
-                for node in 0..self.node_conn.len() {
+                // The node whose link this was (also when the daemon had
+                // already dropped the connection as not keeping up).
+                if let Some(node) = self.core.node_of_conn(conn) {
                     let observations = self.core.disconnected(node, conn);
                     self.metrics.observe(&observations);
                 }

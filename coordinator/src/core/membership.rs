@@ -119,6 +119,11 @@ impl Core {
         self.persist();
     }
 
+    /// The node whose link is connection `conn`, if any.
+    pub fn node_of_conn(&self, conn: u64) -> Option<NodeIndex> {
+        self.nodes.iter().position(|node| node.conn() == Some(conn))
+    }
+
     /// Connection `conn` of `node` ended. Its jobs stay: the agent keeps
     /// running them and reports them when it registers again.
     pub fn disconnected(&mut self, node: NodeIndex, conn: u64) -> Vec<SwitchObservation> {

@@ -73,6 +73,13 @@ impl Core {
     }
 
     /// Active jobs in id order; with `all`, the retained finished ones first.
+    /// Active jobs in `state`, without building their views (the daemon
+    /// updates its gauges after every event: with jobs of a thousand ranks,
+    /// views cost more than the event itself).
+    pub fn count_jobs(&self, state: JobStateView) -> usize {
+        self.jobs.values().filter(|job| job.state == state).count()
+    }
+
     pub fn jobs_view(&self, all: bool) -> Vec<JobView> {
         let finished = self.finished.iter().filter(|_| all);
         let mut jobs: Vec<JobView> = finished

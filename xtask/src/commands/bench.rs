@@ -1,4 +1,4 @@
-//! `cargo xtask bench overhead|idle|local|gang`.
+//! `cargo xtask bench overhead|idle|local|gang|mpi|rt|scale`.
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, Result};
@@ -68,6 +68,28 @@ enum BenchCommand {
     /// 2DCS-PS, plain Linux with RT at SCHED_FIFO and at SCHED_DEADLINE;
     /// BE response and throughput, RT miss and rejection rates.
     Rt(RtArgs),
+    /// The real coordinator driving many stand-in agents (cosched-scale):
+    /// registration, jobs spanning every node, slice switches (the
+    /// coordinator's skew and the agents'), heartbeats, coordinator CPU and
+    /// memory per agent, links broken at once and their rejoin.
+    Scale(ScaleArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ScaleArgs {
+    #[arg(long, default_value_t = 1000)]
+    agents: usize,
+    #[arg(long, default_value_t = 10)]
+    slice_ms: u64,
+    /// Links broken at once in the drop phase.
+    #[arg(long, default_value_t = 100)]
+    drop_agents: usize,
+    /// Where to write the report (default docs/results/scale-<agents>.json).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// More `cosched-scale` options (after `--`), e.g. `-- --window-s 30`.
+    #[arg(last = true)]
+    extra: Vec<String>,
 }
 
 /// What every policy bench writes and how it builds.
@@ -433,6 +455,38 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 report.failed_rows(),
                 report.rows.len(),
             ));
+        }
+        BenchCommand::Scale(args) => {
+            let mut build = workspace.cargo();
+            build.args([
+                "build",
+                "--release",
+                "-p",
+                "cosched-coordinator",
+                "-p",
+                "cosched-scale",
+            ]);
+            say("build", xtask::process::describe(&build));
+            xtask::process::run(&mut build).context("building the scale harness")?;
+            let dir = workspace.profile_dir("release")?;
+            let json = args.json.unwrap_or_else(|| {
+                workspace
+                    .root()
+                    .join(format!("docs/results/scale-{}.json", args.agents))
+            });
+            let mut command = std::process::Command::new(dir.join("cosched-scale"));
+            command
+                .arg("--coordinator")
+                .arg(dir.join("cosched-coordinator"))
+                .args(["--agents", &args.agents.to_string()])
+                .args(["--slice-ms", &args.slice_ms.to_string()])
+                .args(["--drop-agents", &args.drop_agents.to_string()])
+                .arg("--output")
+                .arg(&json)
+                .args(&args.extra);
+            say("bench", xtask::process::describe(&command));
+            xtask::process::run(&mut command).context("the scale scenario failed")?;
+            return Ok(ExitCode::SUCCESS);
         }
         BenchCommand::Gang(args) => {
             let report = gang::run(workspace, &args.options())?;
