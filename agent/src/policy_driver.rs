@@ -209,6 +209,15 @@ impl PolicyDriver {
         });
     }
 
+    /// The eBPF side reported that `tid`'s spin episode passed the policy's
+    /// spin threshold (`SPIN_LONG`): its counters (`s`, read at `now`, the
+    /// task counted as on its CPU when it holds it) bring the episode to the
+    /// policy, which blocks it now or at its own timer.
+    pub fn spin_passed(&mut self, tid: u32, s: &TaskStats, now: u64) {
+        self.idle_ticks = 0;
+        self.observe(tid, s, now);
+    }
+
     pub fn spin_started(&mut self, tid: u32, at: u64) {
         self.last_spin_seen = self.last_spin_seen.max(at);
         self.idle_ticks = 0;
@@ -250,11 +259,15 @@ impl PolicyDriver {
 
     /// The interval between ticks now, ns: the configured one while tasks
     /// spin, [`QUIET_TICK_FACTOR`] times longer after [`QUIET_AFTER_NS`]
-    /// without a spin.
+    /// without a spin — or always, for a policy that hears of the spins it
+    /// acts on from the eBPF side ([`LocalPolicy::needs_spin_ticks`]): MPI
+    /// ranks always spin, and on a fully subscribed node each tick preempts
+    /// a rank and makes the kernel pick again, mostly the other job
+    /// (docs/benchmarks.md, "Why the local policies lose on OpenMPI").
     pub fn tick_ns(&self) -> u64 {
-        if self.policy.counts_every_tick()
-            || self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS
-        {
+        let spinning = self.policy.needs_spin_ticks()
+            && self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS;
+        if self.policy.counts_every_tick() || spinning {
             self.tick_ns
         } else {
             let quiet = self.tick_ns * QUIET_TICK_FACTOR;

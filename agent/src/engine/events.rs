@@ -1,5 +1,5 @@
-//! The eBPF ring: forks, exits, and the arrivals and spin starts the policy
-//! asked to hear at once.
+//! The eBPF ring: forks, exits, and the arrivals, spin starts and long spins
+//! the policy asked to hear at once.
 use cosched_agent_common::{event_flags, event_kind};
 use cosched_proto::job::JobId;
 
@@ -45,6 +45,10 @@ impl<K: Kernel> Engine<K> {
                         self.observe_task(ev.tid);
                     }
                     self.driver.spin_started(ev.tid, ev.ts_ns);
+                    self.apply_policy_actions(None);
+                }
+                event_kind::SPIN_LONG if self.driver.active() => {
+                    self.observe_spinner(ev.tid);
                     self.apply_policy_actions(None);
                 }
                 _ => {}

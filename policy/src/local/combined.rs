@@ -550,4 +550,16 @@ impl LocalPolicy for DynamicCoscheduler {
     fn uses_snapshots(&self) -> bool {
         true
     }
+
+    /// A fixed spin threshold is reported by the kernel side the moment a
+    /// spin passes it; a learned one differs per task (the fast tick finds
+    /// it), and PB decides at its ticks.
+    fn needs_spin_ticks(&self) -> bool {
+        self.rules.periodic.is_some()
+            || self
+                .rules
+                .spin_wait
+                .as_ref()
+                .is_some_and(|r| r.learning.is_some())
+    }
 }

@@ -8,7 +8,7 @@
 //! level and reason say what the eBPF side must report for it now
 //! ([`TaskWatch`]). The agent turns both into the eBPF settings and the
 //! per-task watch flags; nothing else decides it.
-use super::{Level, PolicyKind, Reason, config::LocalPolicyConfig};
+use super::{Level, PolicyKind, Reason, config::LocalPolicyConfig, ids::us_to_ns};
 
 /// Which arrivals for a receiver that is ready but not running wake the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,12 @@ pub struct WakeInterest {
     /// reads the task's counters (its sends) when an arrival for it or its
     /// spin start is reported, before the policy decides.
     pub sends_before_decisions: bool,
+    /// Report a spin episode the moment its on-CPU spin time passes this,
+    /// ns (0: never): the fixed spin threshold of a spin-block or
+    /// spin-yield policy, which then needs no fast tick to find its
+    /// spinners ([`LocalPolicy::needs_spin_ticks`](super::LocalPolicy)). A
+    /// learned threshold differs per task and is found by the tick.
+    pub long_spin_ns: u64,
 }
 
 impl WakeInterest {
@@ -41,6 +47,7 @@ impl WakeInterest {
         off_cpu_arrivals: OffCpuArrivals::Never,
         boosted_spin_start: false,
         sends_before_decisions: false,
+        long_spin_ns: 0,
     };
 
     /// What `cfg`'s policy needs. Only DCS and DCS-SB decide on an arrival
@@ -65,6 +72,15 @@ impl WakeInterest {
                     cfg.sb.wake_boost && cfg.sb.wake_boost_after_send
                 }
                 _ => false,
+            },
+            long_spin_ns: match cfg.kind {
+                PolicyKind::Sb | PolicyKind::PbSb | PolicyKind::DcsSb
+                    if !cfg.sb.learn_spin_time =>
+                {
+                    us_to_ns(cfg.sb.spin_threshold_us)
+                }
+                PolicyKind::Sy if !cfg.sy.learn_spin_time => us_to_ns(cfg.sy.spin_threshold_us),
+                _ => 0,
             },
         }
     }
