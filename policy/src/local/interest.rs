@@ -187,6 +187,35 @@ mod tests {
         }
     }
 
+    /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
+    /// threshold hears of the spin that passed it from the kernel side and
+    /// needs no fast tick; a learned threshold, PB's period and FCS's
+    /// counting still do.
+    #[test]
+    fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
+        use crate::local::LocalPolicy as _;
+        use PolicyKind as P;
+        for kind in PolicyKind::ALL {
+            let c = LocalPolicyConfig::for_kind(kind);
+            let got = WakeInterest::of(&c).long_spin_ns;
+            let want = match kind {
+                P::Sb | P::Sy | P::PbSb | P::DcsSb => 500_000,
+                _ => 0,
+            };
+            assert_eq!(got, want, "{kind:?}");
+            let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
+            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb | P::Fcs);
+            assert_eq!(ticks, want_ticks, "{kind:?}");
+        }
+        let mut c = LocalPolicyConfig::for_kind(P::Sb);
+        c.sb.learn_spin_time = true;
+        assert_eq!(WakeInterest::of(&c).long_spin_ns, 0, "learned: per task");
+        assert!(crate::local::build_policy(&c).unwrap().needs_spin_ticks());
+        let mut c = LocalPolicyConfig::for_kind(P::Sy);
+        c.sy.spin_threshold_us = 300;
+        assert_eq!(WakeInterest::of(&c).long_spin_ns, 300_000);
+    }
+
     #[test]
     fn boosted_task_is_marked_boosted_and_watched_for_its_next_wait_per_policy() {
         let boost = Level::Boost { prio: 10 };
