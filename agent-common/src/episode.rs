@@ -259,7 +259,10 @@ mod tests {
         assert!(passed_report(&mut t, 50));
         end(&mut t, 100, GAP); // the message came
         empty_wait(&mut t, 1_000, GAP);
-        assert!(!passed_report(&mut t, 50), "nothing spun in the new one yet");
+        assert!(
+            !passed_report(&mut t, 50),
+            "nothing spun in the new one yet"
+        );
         empty_wait(&mut t, 1_040, GAP);
         assert!(!passed_report(&mut t, 50));
         empty_wait(&mut t, 1_060, GAP);

@@ -209,15 +209,6 @@ impl PolicyDriver {
         });
     }
 
-    /// The eBPF side reported that `tid`'s spin episode passed the policy's
-    /// spin threshold (`SPIN_LONG`): its counters (`s`, read at `now`, the
-    /// task counted as on its CPU when it holds it) bring the episode to the
-    /// policy, which blocks it now or at its own timer.
-    pub fn spin_passed(&mut self, tid: u32, s: &TaskStats, now: u64) {
-        self.idle_ticks = 0;
-        self.observe(tid, s, now);
-    }
-
     pub fn spin_started(&mut self, tid: u32, at: u64) {
         self.last_spin_seen = self.last_spin_seen.max(at);
         self.idle_ticks = 0;
@@ -551,17 +542,21 @@ mod tests {
         );
         assert_eq!(d.tick_ns(), 10 * ms, "a spin alone keeps the quiet pace");
         assert!(d.take_actions().is_empty());
-        // Task 8 starts waiting at 31 ms, and the eBPF side reports it at
-        // 31.5 ms (500 µs spun): it is blocked without waiting for a tick.
-        let at = 31 * ms + 500_000;
-        d.spin_passed(8, &spinning(1, 31 * ms, at), at);
-        assert!(
-            d.next_wakeup().is_some_and(|t| t <= at),
-            "the policy's own timer is due at once"
+        assert_eq!(
+            d.next_wakeup(),
+            Some(30 * ms + 400_000),
+            "task 7's own threshold; no 1 ms tick, no timer for task 8"
         );
+        // Task 8 starts waiting at 31 ms; the eBPF side reports it at
+        // 31.5 ms (500 µs spun), and the agent ticks at once: it is blocked
+        // then, not at the next quiet tick (40 ms).
+        let at = 31 * ms + 500_000;
         d.tick(
             at,
-            &[(7, spinning(0, 30 * ms - 100_000, at)), (8, spinning(1, 31 * ms, at))],
+            &[
+                (7, spinning(0, 30 * ms - 100_000, at)),
+                (8, spinning(1, 31 * ms, at)),
+            ],
             &[(0, 7), (1, 8)],
         );
         let blocked: Vec<u32> = d

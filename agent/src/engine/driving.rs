@@ -102,23 +102,6 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
-    /// A managed task spun past the policy's threshold: its counters, as on
-    /// its CPU when it holds one (the agent, handling the report, has just
-    /// preempted it), go to the policy.
-    pub(super) fn observe_spinner(&mut self, tid: u32) {
-        if self.reg.task(tid).is_none() {
-            return;
-        }
-        let holds_cpu = self.cpu_holders().iter().any(|&(_, h)| h == tid);
-        if let Ok(Some(mut s)) = self.k.task_stat(tid) {
-            if holds_cpu {
-                s.on_cpu = 1;
-            }
-            let now = self.k.now_ns();
-            self.driver.spin_passed(tid, &s, now);
-        }
-    }
-
     /// Brings the policy's view of one managed task up to date from its
     /// counters.
     pub(super) fn observe_task(&mut self, tid: u32) {

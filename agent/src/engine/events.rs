@@ -47,10 +47,10 @@ impl<K: Kernel> Engine<K> {
                     self.driver.spin_started(ev.tid, ev.ts_ns);
                     self.apply_policy_actions(None);
                 }
-                event_kind::SPIN_LONG if self.driver.active() => {
-                    self.observe_spinner(ev.tid);
-                    self.apply_policy_actions(None);
-                }
+                // A spin passed the policy's threshold: a tick now (every
+                // counter, who holds the CPUs) lets the policy block it at
+                // once, and restarts the quiet tick's interval.
+                event_kind::SPIN_LONG if self.driver.active() => self.policy_tick(),
                 _ => {}
             }
         }

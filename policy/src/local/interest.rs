@@ -190,7 +190,7 @@ mod tests {
     /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
     /// threshold hears of the spin that passed it from the kernel side and
     /// needs no fast tick; a learned threshold, PB's period and FCS's
-    /// counting still do.
+    /// counting in gang slots still do.
     #[test]
     fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
         use crate::local::LocalPolicy as _;
@@ -204,7 +204,8 @@ mod tests {
             };
             assert_eq!(got, want, "{kind:?}");
             let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
-            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb | P::Fcs);
+            // FCS without gang slots acts on nothing.
+            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb);
             assert_eq!(ticks, want_ticks, "{kind:?}");
         }
         let mut c = LocalPolicyConfig::for_kind(P::Sb);
