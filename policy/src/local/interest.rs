@@ -189,8 +189,8 @@ mod tests {
 
     /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
     /// threshold hears of the spin that passed it from the kernel side and
-    /// needs no fast tick; a learned threshold, PB's period and FCS's
-    /// counting in gang slots still do.
+    /// needs no fast tick; a learned threshold, PB's period, FCS's counting
+    /// in gang slots and a wake-up without a boost (SY) still do.
     #[test]
     fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
         use crate::local::LocalPolicy as _;
@@ -204,8 +204,9 @@ mod tests {
             };
             assert_eq!(got, want, "{kind:?}");
             let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
-            // FCS without gang slots acts on nothing.
-            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb);
+            // FCS without gang slots acts on nothing; SY's woken tasks
+            // get no boost and need the tick's preemptions.
+            let want_ticks = matches!(kind, P::Local | P::Sy | P::Pb | P::PbSb);
             assert_eq!(ticks, want_ticks, "{kind:?}");
         }
         let mut c = LocalPolicyConfig::for_kind(P::Sb);
@@ -215,6 +216,12 @@ mod tests {
         let mut c = LocalPolicyConfig::for_kind(P::Sy);
         c.sy.spin_threshold_us = 300;
         assert_eq!(WakeInterest::of(&c).long_spin_ns, 300_000);
+        let mut c = LocalPolicyConfig::for_kind(P::Sb);
+        c.sb.wake_boost = false;
+        assert!(
+            crate::local::build_policy(&c).unwrap().needs_spin_ticks(),
+            "woken without a boost, as SY"
+        );
     }
 
     #[test]
