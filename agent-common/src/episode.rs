@@ -51,10 +51,33 @@ pub fn empty_wait(t: &mut TaskStats, now: u64, gap_ns: u64) -> bool {
     if starts {
         t.spin_episode_start_ns = now;
         t.spin_episodes += 1;
+        t.episode_spin_base_ns = t.spin_ns;
+        t.spin_reported = 0;
     }
     t.spin_last_ns = now;
     t.gap_oncpu_ns = 0;
     starts
+}
+
+/// On-CPU spin time of the current episode up to its latest empty wait.
+#[inline(always)]
+pub fn episode_spin_ns(t: &TaskStats) -> u64 {
+    if t.spin_episode_start_ns == 0 {
+        return 0;
+    }
+    t.spin_ns.saturating_sub(t.episode_spin_base_ns)
+}
+
+/// Right after an empty wait: has the current episode just passed
+/// `report_ns` of spin time (0: never), not yet reported? Marks it reported,
+/// so each episode is reported once.
+#[inline(always)]
+pub fn passed_report(t: &mut TaskStats, report_ns: u64) -> bool {
+    if report_ns == 0 || t.spin_reported != 0 || episode_spin_ns(t) < report_ns {
+        return false;
+    }
+    t.spin_reported = 1;
+    true
 }
 
 /// The task leaves the CPU still runnable (preempted, or it yielded): the
@@ -208,5 +231,41 @@ mod tests {
         empty_wait(&mut t, 1_000, GAP);
         assert!(in_spin_episode(&t, 1_000 + GAP, GAP));
         assert!(!in_spin_episode(&t, 1_001 + GAP, GAP));
+    }
+    #[test]
+    fn a_long_spin_is_reported_once_when_its_episode_passes_the_threshold() {
+        let mut t = running_since(0);
+        empty_wait(&mut t, 10, GAP);
+        // Earlier episodes' spin does not count toward this one.
+        t.spin_ns = 5_000;
+        t.episode_spin_base_ns = 5_000;
+        let mut reports = 0;
+        for at in (60..=400).step_by(50) {
+            empty_wait(&mut t, at, GAP);
+            reports += u32::from(passed_report(&mut t, 200));
+            if at < 210 {
+                assert_eq!(reports, 0, "{at}: only {} spun", episode_spin_ns(&t));
+            }
+        }
+        assert_eq!(reports, 1, "once per episode");
+        assert!(!passed_report(&mut t, 0), "0: never");
+    }
+
+    #[test]
+    fn a_new_episode_is_reported_again_after_its_own_threshold() {
+        let mut t = running_since(0);
+        empty_wait(&mut t, 10, GAP);
+        empty_wait(&mut t, 90, GAP);
+        assert!(passed_report(&mut t, 50));
+        end(&mut t, 100, GAP); // the message came
+        empty_wait(&mut t, 1_000, GAP);
+        assert!(
+            !passed_report(&mut t, 50),
+            "nothing spun in the new one yet"
+        );
+        empty_wait(&mut t, 1_040, GAP);
+        assert!(!passed_report(&mut t, 50));
+        empty_wait(&mut t, 1_060, GAP);
+        assert!(passed_report(&mut t, 50));
     }
 }

@@ -258,7 +258,10 @@ pub struct TaskStats {
     pub on_cpu: u32,
     /// 1 if the last switch-out was a preemption (the task stayed runnable).
     pub last_out_preempted: u32,
-    pub _pad: u32,
+    /// 1 once the current spin episode passed [`Settings::spin_report_ns`]
+    /// and was reported (`event_kind::SPIN_LONG`); 0 again at the next
+    /// episode's start.
+    pub spin_reported: u32,
     /// Time the task exited (sched_process_exit), 0 while alive.
     pub exited_ns: u64,
     /// Poll-family calls (poll, ppoll, select, pselect6, epoll_wait,
@@ -277,8 +280,11 @@ pub struct TaskStats {
     /// task is in, 0 outside one: the exit tells "returned at once" from
     /// "blocked, then timed out" by whether the count moved.
     pub wait_enter_voluntary: u64,
+    /// `spin_ns` when the current spin episode started: the episode's own
+    /// spin time is `spin_ns - episode_spin_base_ns`.
+    pub episode_spin_base_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<TaskStats>() == 208);
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 216);
 
 /// Who runs on a CPU: the value of the `CPU_CURRENT` array, indexed by CPU.
 #[repr(C)]
@@ -336,6 +342,9 @@ pub mod event_kind {
     pub const FORK: u32 = 3;
     /// A managed task started spinning (first empty receive of an episode).
     pub const SPIN_START: u32 = 4;
+    /// A managed task's spin episode passed [`Settings::spin_report_ns`] of
+    /// on-CPU spin time (once per episode). `arg` = the episode's spin time, ns.
+    pub const SPIN_LONG: u32 = 5;
 }
 
 /// Flags in [`Event::flags`].
@@ -379,8 +388,13 @@ pub struct Settings {
     /// this long since its last empty wait (it computes, it no longer
     /// waits). 0: [`DEFAULT_SPIN_GAP_NS`].
     pub spin_gap_ns: u64,
+    /// Report a managed task's spin episode once its on-CPU spin time
+    /// passes this, ns (`event_kind::SPIN_LONG`, once per episode, waking
+    /// the agent): what a spin-block or spin-yield policy acts on, so it
+    /// needs no fast tick to find its spinners. 0: never.
+    pub spin_report_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<Settings>() == 16);
+const _: () = assert!(core::mem::size_of::<Settings>() == 24);
 
 /// The spin gap used while the agent has not written one (see
 /// [`Settings::spin_gap_ns`]; the agent's `[detect] spin_gap_us` documents

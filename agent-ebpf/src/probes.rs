@@ -160,9 +160,27 @@ fn record_spin(kind: u32, tid: u32, job: u32, now: u64) {
 /// report (the socket of an empty receive, else 0).
 #[inline(always)]
 pub(crate) fn empty_wait(t: &mut TaskStats, tid: u32, now: u64, arg: u64) {
-    let starts = episode::empty_wait(t, now, spin_gap());
+    let s = settings();
+    let gap = match s.spin_gap_ns {
+        0 => DEFAULT_SPIN_GAP_NS,
+        n => n,
+    };
+    let starts = episode::empty_wait(t, now, gap);
     if starts {
         record_spin(timeline_kind::SPIN_START, tid, t.job_id, now);
+    }
+    // A spin long enough for the policy to act on (spin-block, spin-yield):
+    // reported once per episode, so the agent needs no fast tick to find it.
+    if episode::passed_report(t, s.spin_report_ns) {
+        let ev = Event {
+            kind: event_kind::SPIN_LONG,
+            tid,
+            job_id: t.job_id,
+            flags: event_flags::TASK_ON_CPU | event_flags::TASK_SPINNING,
+            ts_ns: now,
+            arg: episode::episode_spin_ns(t),
+        };
+        emit(&ev, true);
     }
     if starts && watched(tid, watch_flags::SPIN_START) {
         let ev = Event {

@@ -250,11 +250,15 @@ impl PolicyDriver {
 
     /// The interval between ticks now, ns: the configured one while tasks
     /// spin, [`QUIET_TICK_FACTOR`] times longer after [`QUIET_AFTER_NS`]
-    /// without a spin.
+    /// without a spin — or always, for a policy that hears of the spins it
+    /// acts on from the eBPF side ([`LocalPolicy::needs_spin_ticks`]): MPI
+    /// ranks always spin, and on a fully subscribed node each tick preempts
+    /// a rank and makes the kernel pick again, mostly the other job
+    /// (docs/benchmarks.md, "Why the local policies lose on OpenMPI").
     pub fn tick_ns(&self) -> u64 {
-        if self.policy.counts_every_tick()
-            || self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS
-        {
+        let spinning = self.policy.needs_spin_ticks()
+            && self.last_tick.saturating_sub(self.last_spin_seen) <= QUIET_AFTER_NS;
+        if self.policy.counts_every_tick() || spinning {
             self.tick_ns
         } else {
             let quiet = self.tick_ns * QUIET_TICK_FACTOR;
@@ -468,7 +472,10 @@ mod tests {
 
     #[test]
     fn tick_slows_down_while_no_task_spins_and_speeds_up_at_a_spin() {
-        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 1000).unwrap();
+        // Learned spin times differ per task: the tick finds the spinners.
+        let mut learning = LocalPolicyConfig::for_kind(PolicyKind::Sb);
+        learning.sb.learn_spin_time = true;
+        let mut d = PolicyDriver::new(&learning, 1000).unwrap();
         let quiet = TaskStats::default();
         let ms = 1_000_000;
         d.tick(ms, &[(7, quiet)], &[]);
@@ -499,6 +506,73 @@ mod tests {
             ms,
             "FCS counts from every tick in gang slots"
         );
+    }
+
+    /// SB with its fixed threshold on a node whose ranks always spin (real
+    /// MPI): the eBPF side reports the spin that passed the threshold, so
+    /// the tick stays at the quiet pace, and the report leads to the block.
+    #[test]
+    fn spin_block_told_of_long_spins_keeps_the_quiet_tick_while_ranks_spin() {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 1000).unwrap();
+        let ms = 1_000_000;
+        d.task_added(7, 1, 0);
+        d.task_added(8, 2, 0);
+        let quiet = TaskStats::default();
+        d.tick(ms, &[(7, quiet), (8, quiet)], &[]);
+        d.tick(20 * ms, &[(7, quiet), (8, quiet)], &[]);
+        let running = |cpu: u32| TaskStats {
+            cpu,
+            on_cpu: 1,
+            switches_in: 1,
+            run_start_ns: 25 * ms,
+            last_run_start_ns: 25 * ms,
+            ..quiet
+        };
+        let spinning = |cpu: u32, start: u64, last: u64| TaskStats {
+            spin_episode_start_ns: start,
+            spin_last_ns: last,
+            ..running(cpu)
+        };
+        // Task 7 spins (for 100 µs so far), task 8 computes.
+        let at = 30 * ms;
+        d.tick(
+            at,
+            &[(7, spinning(0, at - 100_000, at)), (8, running(1))],
+            &[(0, 7), (1, 8)],
+        );
+        assert_eq!(d.tick_ns(), 10 * ms, "a spin alone keeps the quiet pace");
+        assert!(d.take_actions().is_empty());
+        assert_eq!(
+            d.next_wakeup(),
+            Some(30 * ms + 400_000),
+            "task 7's own threshold; no 1 ms tick, no timer for task 8"
+        );
+        // Task 8 starts waiting at 31 ms; the eBPF side reports it at
+        // 31.5 ms (500 µs spun), and the agent ticks at once: it is blocked
+        // then, not at the next quiet tick (40 ms).
+        let at = 31 * ms + 500_000;
+        d.tick(
+            at,
+            &[
+                (7, spinning(0, 30 * ms - 100_000, at)),
+                (8, spinning(1, 31 * ms, at)),
+            ],
+            &[(0, 7), (1, 8)],
+        );
+        let blocked: Vec<u32> = d
+            .take_actions()
+            .iter()
+            .filter_map(|a| match a {
+                Action::SetLevel {
+                    task,
+                    level: Level::Demote,
+                    ..
+                } => Some(task.0),
+                _ => None,
+            })
+            .collect();
+        assert!(blocked.contains(&8), "blocked: {blocked:?}");
+        assert_eq!(d.tick_ns(), 10 * ms);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub fn settings(interest: &WakeInterest, wake_batch_bytes: u32, spin_gap_ns: u64
         },
         wake_batch_bytes,
         spin_gap_ns,
+        spin_report_ns: interest.long_spin_ns,
     }
 }
 

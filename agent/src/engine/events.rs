@@ -1,5 +1,5 @@
-//! The eBPF ring: forks, exits, and the arrivals and spin starts the policy
-//! asked to hear at once.
+//! The eBPF ring: forks, exits, and the arrivals, spin starts and long spins
+//! the policy asked to hear at once.
 use cosched_agent_common::{event_flags, event_kind};
 use cosched_proto::job::JobId;
 
@@ -47,6 +47,10 @@ impl<K: Kernel> Engine<K> {
                     self.driver.spin_started(ev.tid, ev.ts_ns);
                     self.apply_policy_actions(None);
                 }
+                // A spin passed the policy's threshold: a tick now (every
+                // counter, who holds the CPUs) lets the policy block it at
+                // once, and restarts the quiet tick's interval.
+                event_kind::SPIN_LONG if self.driver.active() => self.policy_tick(),
                 _ => {}
             }
         }

@@ -8,7 +8,7 @@
 //! level and reason say what the eBPF side must report for it now
 //! ([`TaskWatch`]). The agent turns both into the eBPF settings and the
 //! per-task watch flags; nothing else decides it.
-use super::{Level, PolicyKind, Reason, config::LocalPolicyConfig};
+use super::{Level, PolicyKind, Reason, config::LocalPolicyConfig, ids::us_to_ns};
 
 /// Which arrivals for a receiver that is ready but not running wake the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,12 @@ pub struct WakeInterest {
     /// reads the task's counters (its sends) when an arrival for it or its
     /// spin start is reported, before the policy decides.
     pub sends_before_decisions: bool,
+    /// Report a spin episode the moment its on-CPU spin time passes this,
+    /// ns (0: never): the fixed spin threshold of a spin-block or
+    /// spin-yield policy, which then needs no fast tick to find its
+    /// spinners ([`LocalPolicy::needs_spin_ticks`](super::LocalPolicy)). A
+    /// learned threshold differs per task and is found by the tick.
+    pub long_spin_ns: u64,
 }
 
 impl WakeInterest {
@@ -41,6 +47,7 @@ impl WakeInterest {
         off_cpu_arrivals: OffCpuArrivals::Never,
         boosted_spin_start: false,
         sends_before_decisions: false,
+        long_spin_ns: 0,
     };
 
     /// What `cfg`'s policy needs. Only DCS and DCS-SB decide on an arrival
@@ -65,6 +72,15 @@ impl WakeInterest {
                     cfg.sb.wake_boost && cfg.sb.wake_boost_after_send
                 }
                 _ => false,
+            },
+            long_spin_ns: match cfg.kind {
+                PolicyKind::Sb | PolicyKind::PbSb | PolicyKind::DcsSb
+                    if !cfg.sb.learn_spin_time =>
+                {
+                    us_to_ns(cfg.sb.spin_threshold_us)
+                }
+                PolicyKind::Sy if !cfg.sy.learn_spin_time => us_to_ns(cfg.sy.spin_threshold_us),
+                _ => 0,
             },
         }
     }
@@ -169,6 +185,43 @@ mod tests {
             c.sb.wake_boost = false;
             assert!(!WakeInterest::of(&c).sends_before_decisions, "{kind:?}");
         }
+    }
+
+    /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
+    /// threshold hears of the spin that passed it from the kernel side and
+    /// needs no fast tick; a learned threshold, PB's period, FCS's counting
+    /// in gang slots and a wake-up without a boost (SY) still do.
+    #[test]
+    fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
+        use crate::local::LocalPolicy as _;
+        use PolicyKind as P;
+        for kind in PolicyKind::ALL {
+            let c = LocalPolicyConfig::for_kind(kind);
+            let got = WakeInterest::of(&c).long_spin_ns;
+            let want = match kind {
+                P::Sb | P::Sy | P::PbSb | P::DcsSb => 500_000,
+                _ => 0,
+            };
+            assert_eq!(got, want, "{kind:?}");
+            let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
+            // FCS without gang slots acts on nothing; SY's woken tasks
+            // get no boost and need the tick's preemptions.
+            let want_ticks = matches!(kind, P::Local | P::Sy | P::Pb | P::PbSb);
+            assert_eq!(ticks, want_ticks, "{kind:?}");
+        }
+        let mut c = LocalPolicyConfig::for_kind(P::Sb);
+        c.sb.learn_spin_time = true;
+        assert_eq!(WakeInterest::of(&c).long_spin_ns, 0, "learned: per task");
+        assert!(crate::local::build_policy(&c).unwrap().needs_spin_ticks());
+        let mut c = LocalPolicyConfig::for_kind(P::Sy);
+        c.sy.spin_threshold_us = 300;
+        assert_eq!(WakeInterest::of(&c).long_spin_ns, 300_000);
+        let mut c = LocalPolicyConfig::for_kind(P::Sb);
+        c.sb.wake_boost = false;
+        assert!(
+            crate::local::build_policy(&c).unwrap().needs_spin_ticks(),
+            "woken without a boost, as SY"
+        );
     }
 
     #[test]

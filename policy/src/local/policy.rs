@@ -52,6 +52,17 @@ pub trait LocalPolicy: Send + fmt::Debug {
         false
     }
 
+    /// The policy needs the driver's fast tick while tasks spin, to find
+    /// the spins it acts on. False for a policy that hears at once of every
+    /// spin it acts on (a spin past its fixed threshold is reported by the
+    /// kernel side, [`WakeInterest::long_spin_ns`](super::WakeInterest)) and
+    /// decides nothing else at a tick: the driver then ticks at its quiet
+    /// pace, and every agent wake-up less on a busy CPU is one preemption
+    /// (and scheduler re-pick) less for the jobs.
+    fn needs_spin_ticks(&self) -> bool {
+        true
+    }
+
     /// The class the policy put `task` in, for operators (FCS: `cs`, `f`,
     /// `dc`); None for policies without classes.
     fn task_class(&self, _task: TaskId) -> Option<&'static str> {
@@ -91,6 +102,10 @@ impl<P: LocalPolicy + ?Sized> LocalPolicy for Box<P> {
 
     fn counts_every_tick(&self) -> bool {
         (**self).counts_every_tick()
+    }
+
+    fn needs_spin_ticks(&self) -> bool {
+        (**self).needs_spin_ticks()
     }
 
     fn task_class(&self, task: TaskId) -> Option<&'static str> {

@@ -67,6 +67,62 @@ fn preempted_spinner_is_boosted_on_arrival_and_the_reaction_is_recorded() {
     assert_eq!(e.metrics.reaction_latency.get_sample_count(), 1);
 }
 
+/// SB: a rank that has spun its threshold between two quiet ticks is
+/// reported by the eBPF side (`SPIN_LONG`) and demoted then, not at the
+/// next tick; SB's threshold is what the agent asks the eBPF side for.
+#[test]
+fn spinner_reported_past_its_threshold_is_blocked_at_once() {
+    let mut e = engine_with("sb");
+    assert_eq!(e.k.settings.spin_report_ns, 500_000, "SB's threshold");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn(200, SchedAttr::other(0));
+    e.adopt(1, "spinner", &[100], None).unwrap();
+    e.adopt(2, "other", &[200], None).unwrap();
+    e.k.now = 1_000_000_000;
+    let running = TaskStats {
+        switches_in: 1,
+        on_cpu: 1,
+        last_run_start_ns: e.k.now - 2_000_000,
+        run_start_ns: e.k.now - 2_000_000,
+        ..TaskStats::default()
+    };
+    *e.k.stats_mut(100) = running;
+    e.k.cpus.insert(
+        0,
+        cosched_agent_common::CpuSlot {
+            tid: 100,
+            job_id: 1,
+            managed: 1,
+            ..Default::default()
+        },
+    );
+    e.policy_tick();
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "computing");
+    // It starts waiting at once and spins 500 µs: the report comes.
+    let start = e.k.now + 10_000;
+    e.k.now = start + 500_000;
+    *e.k.stats_mut(100) = TaskStats {
+        spin_episode_start_ns: start,
+        spin_last_ns: e.k.now,
+        empty_polls: 900,
+        ..running
+    };
+    e.k.events.push_back(Event {
+        kind: event_kind::SPIN_LONG,
+        tid: 100,
+        job_id: 1,
+        flags: event_flags::TASK_ON_CPU | event_flags::TASK_SPINNING,
+        ts_ns: e.k.now,
+        arg: 500_000,
+    });
+    e.drain_events();
+    assert_eq!(
+        e.k.attr(100).policy,
+        SchedPolicy::Idle,
+        "demoted at the report"
+    );
+}
+
 #[test]
 fn each_policy_writes_its_wake_up_settings_and_a_switch_rewrites_them() {
     let mut e = engine_with("local");

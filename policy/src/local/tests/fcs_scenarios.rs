@@ -327,3 +327,16 @@ fn fcs_owner_boosts_stop_at_the_node_real_time_cap_until_the_next_window() {
     h.slot(Some(JA), 10 * SLOT, 11 * SLOT);
     assert_eq!(h.level(T1), TOP, "a new window");
 }
+
+#[test]
+fn slotless_fcs_spinners_need_no_fast_tick_and_slots_bring_it_back() {
+    let mut h = fcs(FcsParams::default());
+    h.run(T1, 0, 0);
+    h.spin(T1, us(10));
+    assert!(
+        !h.policy.needs_spin_ticks(),
+        "no slot: FCS leaves spinners alone"
+    );
+    h.slot(Some(JA), ms(1), ms(1) + SLOT);
+    assert!(h.policy.needs_spin_ticks(), "in gang slots it counts them");
+}
