@@ -3,7 +3,7 @@
 //! whatever the local policy wants for them.
 use std::collections::HashSet;
 
-use cosched_policy::local::Level;
+use cosched_policy::local::{Level, SliceMembership, gang_overlay};
 use cosched_proto::job::JobId;
 
 use super::{Engine, plan::is_low};
@@ -61,19 +61,16 @@ impl<K: Kernel> Engine<K> {
         if self.daemons.contains(&state.tgid) {
             return Level::Normal;
         }
-        match &self.gang {
-            Some(g) if !g.active.contains(&state.job) => {
-                if g.strict {
-                    Level::Stop
-                } else {
-                    Level::Demote
-                }
-            }
-            _ => self.class_level(
+        let membership = self.gang.as_ref().map(|g| SliceMembership {
+            in_slice: g.active.contains(&state.job),
+            strict: g.strict,
+        });
+        gang_overlay(membership).unwrap_or_else(|| {
+            self.class_level(
                 state,
                 state.wanted.map_or(Level::Normal, |(level, _)| level),
-            ),
-        }
+            )
+        })
     }
 
     /// Where a task at `level` belongs: with demotion cgroups and while

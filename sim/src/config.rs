@@ -1,0 +1,142 @@
+//! What is simulated: the cluster's hardware and operating-system costs, and
+//! the global and local scheduling policies (the `policy` crate's own
+//! configuration types).
+
+use cosched_policy::global::{PairingConfig, PredictorConfig, QueuePolicy};
+use cosched_policy::local::LocalPolicyConfig;
+use serde::{Deserialize, Serialize};
+
+use crate::executive::Ns;
+
+/// Nodes, CPUs, the local scheduler's costs and the network
+/// (ClusterSchedSim §3.2, §5.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterParams {
+    pub nodes: u32,
+    pub cpus_per_node: u32,
+    /// CPU time lost when a CPU switches to another task.
+    pub context_switch_ns: Ns,
+    /// Time slice of time-sharing tasks (CFS slice / Solaris quantum).
+    pub quantum_ns: Ns,
+    /// A woken task preempts a time-sharing task that has run this much more
+    /// (virtual time) than it (CFS wakeup granularity).
+    pub wakeup_granularity_ns: Ns,
+    /// A task woken from a blocking receive or I/O gets at most this much
+    /// virtual-time credit over the node's least-run task.
+    pub sleeper_credit_ns: Ns,
+    /// From a message's arrival to a blocked receiver being runnable.
+    pub wakeup_latency_ns: Ns,
+    /// CPU time to send one message (compose, hand to the NIC).
+    pub send_overhead_ns: Ns,
+    /// CPU time to receive one message (decompose).
+    pub recv_overhead_ns: Ns,
+    /// End-to-end latency of a message, excluding size.
+    pub net_latency_ns: Ns,
+    /// Bytes per second of a link and of a NIC's receive DMA.
+    pub net_bandwidth_bytes_per_s: f64,
+    /// From a policy's decision to its level change taking effect (the
+    /// agent's reaction: ring buffer, wakeup, sched_setattr).
+    pub agent_delay_ns: Ns,
+}
+
+impl Default for ClusterParams {
+    fn default() -> Self {
+        Self {
+            nodes: 16,
+            cpus_per_node: 1,
+            context_switch_ns: 5_000,
+            quantum_ns: 4_000_000,
+            wakeup_granularity_ns: 1_000_000,
+            sleeper_credit_ns: 3_000_000,
+            wakeup_latency_ns: 10_000,
+            send_overhead_ns: 2_000,
+            recv_overhead_ns: 2_000,
+            net_latency_ns: 20_000,
+            net_bandwidth_bytes_per_s: 1.25e9,
+            agent_delay_ns: 20_000,
+        }
+    }
+}
+
+impl ClusterParams {
+    /// Transfer time of `bytes` at the link bandwidth.
+    pub fn transfer_ns(&self, bytes: u64) -> Ns {
+        if self.net_bandwidth_bytes_per_s <= 0.0 {
+            return 0;
+        }
+        (bytes as f64 / self.net_bandwidth_bytes_per_s * 1e9).round() as Ns
+    }
+}
+
+/// The coordinator's policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GlobalMode {
+    /// No coordinator slices: jobs are placed up to the MPL and the local
+    /// policy alone schedules (dynamic coscheduling).
+    #[default]
+    Local,
+    /// Space sharing: one row, strict FCFS.
+    Fcfs,
+    /// Gang scheduling over the Ousterhout matrix.
+    Gang,
+    /// Paired gang scheduling.
+    PairedGang,
+}
+
+impl std::str::FromStr for GlobalMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "local" | "none" => Ok(Self::Local),
+            "fcfs" => Ok(Self::Fcfs),
+            "gang" => Ok(Self::Gang),
+            "paired-gang" => Ok(Self::PairedGang),
+            other => Err(format!(
+                "unknown global policy {other:?} (expected local, fcfs, gang, paired-gang)"
+            )),
+        }
+    }
+}
+
+/// Global and local scheduling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SchedParams {
+    pub global: GlobalMode,
+    /// Maximum multiprogramming level (matrix rows).
+    pub mpl: usize,
+    /// Gang slice length.
+    pub slice_ns: Ns,
+    /// Stop (SIGSTOP) the tasks of jobs outside the slice instead of demoting them.
+    pub stop_inactive: bool,
+    pub queue: QueuePolicy,
+    /// The agent's `[policy]` section.
+    pub local: LocalPolicyConfig,
+    pub pairing: PairingConfig,
+    pub predictor: PredictorConfig,
+}
+
+impl Default for SchedParams {
+    fn default() -> Self {
+        Self {
+            global: GlobalMode::Local,
+            mpl: 4,
+            slice_ns: 100_000_000,
+            stop_inactive: false,
+            queue: QueuePolicy::StrictFcfs,
+            local: LocalPolicyConfig::default(),
+            pairing: PairingConfig::default(),
+            predictor: PredictorConfig::default(),
+        }
+    }
+}
+
+/// A whole simulation's configuration.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    pub cluster: ClusterParams,
+    pub sched: SchedParams,
+}

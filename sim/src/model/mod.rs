@@ -1,0 +1,291 @@
+//! The cluster model (ClusterSchedSim's ClusterSim on seed 003's executive):
+//! nodes with CPUs and a local scheduler, tasks running their programs, the
+//! network, the front end with the coordinator's matrix, and one `policy`
+//! crate local policy per node, fed the events the agent would see.
+//!
+//! B events are the timed ones ([`SimEvent`]); the C activities, scanned in
+//! this order until none fires, are:
+//! 1. front end: remove a finished job from the matrix (starting queued
+//!    jobs), or submit an arrived one;
+//! 2. dispatch: a node whose state changed picks what its CPUs run.
+
+mod bridge;
+mod cpu;
+mod dispatch;
+mod frontend;
+mod program;
+pub mod task;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use cosched_policy::global::{
+    GangScheduler, Matrix, MatrixConfig, PairedGangScheduler, Slice, UtilizationPredictor,
+};
+use cosched_policy::local::{Action, LocalPolicy, build_policy};
+
+use crate::config::{GlobalMode, SimConfig};
+use crate::executive::{Calendar, Model, Ns};
+use crate::workload::JobSpec;
+pub use cpu::Cpu;
+use task::{Task, TaskIdx};
+
+/// A bound (timed) event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SimEvent {
+    /// Job `0` (index) is submitted.
+    Arrival(u32),
+    /// A CPU's running task finishes its CPU burst or its time slice.
+    CpuDue {
+        node: u32,
+        cpu: u32,
+        token: u64,
+    },
+    /// A context switch is over: the incoming task runs.
+    SwitchDone {
+        node: u32,
+        cpu: u32,
+        token: u64,
+    },
+    IoDone(TaskIdx),
+    /// A message of `iteration` reaches its receiver's endpoint.
+    Delivered {
+        task: TaskIdx,
+        iteration: u32,
+    },
+    /// A blocked receiver becomes runnable.
+    Wakeup(TaskIdx),
+    /// The local policy asked for a tick.
+    Tick {
+        node: u32,
+        token: u64,
+    },
+    /// The agent applies a level the policy chose.
+    ApplyLevel {
+        task: TaskIdx,
+        level: cosched_policy::local::Level,
+    },
+    /// The coordinator switches gang slices.
+    SliceSwitch {
+        token: u64,
+    },
+}
+
+/// A job while it is in the system.
+#[derive(Debug, Clone)]
+pub struct JobRun {
+    pub spec: JobSpec,
+    pub tasks: Vec<TaskIdx>,
+    /// Destinations of each rank.
+    pub dests: Vec<Vec<u32>>,
+    pub start: Option<Ns>,
+    pub end: Option<Ns>,
+    pub done_tasks: u32,
+}
+
+/// One node.
+pub struct Node {
+    pub cpus: Vec<Cpu>,
+    /// Tasks resident here (not finished).
+    pub tasks: Vec<TaskIdx>,
+    pub policy: Box<dyn LocalPolicy>,
+    pub tick_at: Option<Ns>,
+    pub tick_token: u64,
+    pub last_tick: Option<Ns>,
+    pub min_vruntime: u64,
+    pub dirty: bool,
+    /// A task became runnable since the last dispatch (wakeup preemption).
+    pub woken: bool,
+    /// The receive DMA engine is busy until then.
+    pub nic_free_at: Ns,
+}
+
+/// The global scheduler's rotation.
+pub enum Rotation {
+    None,
+    Gang(GangScheduler),
+    Paired(PairedGangScheduler, UtilizationPredictor),
+}
+
+/// Cluster-wide counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub context_switches: u64,
+    pub switch_ns: Ns,
+    pub messages: u64,
+    pub policy_events: u64,
+    pub level_changes: u64,
+    pub slices: u64,
+}
+
+pub struct Cluster {
+    pub config: SimConfig,
+    pub jobs: Vec<JobRun>,
+    pub tasks: Vec<Task>,
+    pub nodes: Vec<Node>,
+    pub matrix: Matrix,
+    pub rotation: Rotation,
+    pub slice: Option<Slice>,
+    pub slice_started: Ns,
+    pub slice_token: u64,
+    pub slicing: bool,
+    pub arrived: VecDeque<u32>,
+    pub finished: VecDeque<u32>,
+    pub dirty_nodes: BinaryHeap<Reverse<u32>>,
+    pub jobs_done: usize,
+    pub counters: Counters,
+    rt_seq: u64,
+    action_buf: Vec<Action>,
+    now: Ns,
+}
+
+/// A configuration the simulator cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("local policy: {0}")]
+    Policy(#[from] cosched_policy::local::ConfigError),
+    #[error("matrix: {0}")]
+    Matrix(#[from] cosched_policy::global::MatrixError),
+    #[error("job {id} needs {nodes} nodes, the cluster has {cluster}")]
+    TooWide { id: u64, nodes: u32, cluster: u32 },
+    #[error("the cluster needs at least one node and one CPU per node")]
+    Empty,
+}
+
+impl Cluster {
+    /// A cluster with the job stream scheduled on `calendar`.
+    pub fn new(
+        config: SimConfig,
+        specs: Vec<JobSpec>,
+        calendar: &mut Calendar<SimEvent>,
+    ) -> Result<Self, SetupError> {
+        let c = &config.cluster;
+        if c.nodes == 0 || c.cpus_per_node == 0 {
+            return Err(SetupError::Empty);
+        }
+        let mut nodes = Vec::with_capacity(c.nodes as usize);
+        for _ in 0..c.nodes {
+            nodes.push(Node {
+                cpus: (0..c.cpus_per_node).map(|_| Cpu::default()).collect(),
+                tasks: Vec::new(),
+                policy: build_policy(&config.sched.local)?,
+                tick_at: None,
+                tick_token: 0,
+                last_tick: None,
+                min_vruntime: 0,
+                dirty: false,
+                woken: false,
+                nic_free_at: 0,
+            });
+        }
+        let s = &config.sched;
+        let mut matrix_config = MatrixConfig::gang(c.nodes as usize);
+        matrix_config.max_rows = match s.global {
+            GlobalMode::Fcfs => 1,
+            _ => s.mpl.max(1),
+        };
+        matrix_config.queue = s.queue;
+        let matrix = Matrix::new(matrix_config)?;
+        let rotation = match s.global {
+            GlobalMode::Gang => Rotation::Gang(GangScheduler::new()),
+            GlobalMode::PairedGang => Rotation::Paired(
+                PairedGangScheduler::new(s.pairing),
+                UtilizationPredictor::new(s.predictor),
+            ),
+            GlobalMode::Local | GlobalMode::Fcfs => Rotation::None,
+        };
+        let mut jobs = Vec::with_capacity(specs.len());
+        for (index, spec) in specs.into_iter().enumerate() {
+            if spec.nodes > c.nodes || spec.nodes == 0 {
+                return Err(SetupError::TooWide {
+                    id: spec.id,
+                    nodes: spec.nodes,
+                    cluster: c.nodes,
+                });
+            }
+            calendar.at(spec.arrival, SimEvent::Arrival(index as u32));
+            jobs.push(JobRun {
+                spec,
+                tasks: Vec::new(),
+                dests: Vec::new(),
+                start: None,
+                end: None,
+                done_tasks: 0,
+            });
+        }
+        Ok(Self {
+            config,
+            jobs,
+            tasks: Vec::new(),
+            nodes,
+            matrix,
+            rotation,
+            slice: None,
+            slice_started: 0,
+            slice_token: 0,
+            slicing: false,
+            arrived: VecDeque::new(),
+            finished: VecDeque::new(),
+            dirty_nodes: BinaryHeap::new(),
+            jobs_done: 0,
+            counters: Counters::default(),
+            rt_seq: 0,
+            action_buf: Vec::new(),
+            now: 0,
+        })
+    }
+
+    /// Every job has finished.
+    pub fn all_done(&self) -> bool {
+        self.jobs_done == self.jobs.len()
+    }
+
+    pub fn now(&self) -> Ns {
+        self.now
+    }
+
+    fn mark_dirty(&mut self, node: u32) {
+        let n = &mut self.nodes[node as usize];
+        if !n.dirty {
+            n.dirty = true;
+            self.dirty_nodes.push(Reverse(node));
+        }
+    }
+}
+
+impl Model for Cluster {
+    type Event = SimEvent;
+
+    fn bound(&mut self, event: SimEvent, cal: &mut Calendar<SimEvent>) {
+        self.now = cal.now();
+        match event {
+            SimEvent::Arrival(job) => self.arrived.push_back(job),
+            SimEvent::CpuDue { node, cpu, token } => self.cpu_due(node, cpu, token, cal),
+            SimEvent::SwitchDone { node, cpu, token } => self.switch_done(node, cpu, token, cal),
+            SimEvent::IoDone(task) => self.io_done(task, cal),
+            SimEvent::Delivered { task, iteration } => self.delivered(task, iteration, cal),
+            SimEvent::Wakeup(task) => self.wakeup(task, cal),
+            SimEvent::Tick { node, token } => self.tick(node, token, cal),
+            SimEvent::ApplyLevel { task, level } => self.apply_level(task, level, cal),
+            SimEvent::SliceSwitch { token } => {
+                if token == self.slice_token {
+                    self.slice_switch(cal);
+                }
+            }
+        }
+    }
+
+    fn conditional(&mut self, cal: &mut Calendar<SimEvent>) -> bool {
+        self.now = cal.now();
+        if self.frontend(cal) {
+            return true;
+        }
+        // Lowest node first: the order of the scan is part of the model.
+        let Some(Reverse(node)) = self.dirty_nodes.pop() else {
+            return false;
+        };
+        self.nodes[node as usize].dirty = false;
+        self.dispatch(node, cal);
+        true
+    }
+}
