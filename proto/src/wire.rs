@@ -88,7 +88,7 @@ pub mod slices;
 
 pub use channel::{Opener, Sealer};
 pub use classes::{ClassSettings, DivisionClass, DivisionSwitched, SwitchDivision};
-pub use clock::{ClockSample, monotonic_ns};
+pub use clock::{ClockSample, monotonic_ns, sleep_until};
 pub use decoder::{FrameDecoder, Frames, decode_frame};
 pub use error::{RejectReason, WireError};
 pub use frame::RawFrame;

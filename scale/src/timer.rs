@@ -12,7 +12,7 @@ use std::{
     time::Duration,
 };
 
-use cosched_proto::wire::monotonic_ns;
+use cosched_proto::wire::{monotonic_ns, sleep_until};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::stats::Stats;
@@ -115,28 +115,6 @@ fn run(armed: mpsc::Receiver<Armed>, fired: Vec<UnboundedSender<Fired>>, stats: 
             if let Some(agent) = fired.get(fired_switch.armed.agent) {
                 let _ = agent.send(fired_switch);
             }
-        }
-    }
-}
-
-/// Sleeps until `at_ns` on CLOCK_MONOTONIC (absolute, so never early).
-pub fn sleep_until(at_ns: u64) {
-    let deadline = libc::timespec {
-        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
-    };
-    loop {
-        // SAFETY: valid timespec; absolute sleep on the monotonic clock.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &deadline,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::mpsc;
 
+use cosched_proto::wire::sleep_until;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// Arms absolute CLOCK_MONOTONIC deadlines; each fires its token.
@@ -48,28 +49,6 @@ fn prepare_thread(fifo_priority: u32) {
         let attr = SchedAttr::with_policy(SchedPolicy::Fifo, 0, fifo_priority);
         if let Err(e) = sched_setattr(0, &attr) {
             tracing::warn!("switch timer stays SCHED_OTHER: {e}");
-        }
-    }
-}
-
-/// Sleeps until `at_ns` on CLOCK_MONOTONIC.
-pub fn sleep_until(at_ns: u64) {
-    let deadline = libc::timespec {
-        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
-    };
-    loop {
-        // SAFETY: valid timespec; absolute sleep on the monotonic clock.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &deadline,
-                std::ptr::null_mut(),
-            )
-        };
-        if rc != libc::EINTR {
-            return;
         }
     }
 }

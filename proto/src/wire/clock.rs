@@ -14,6 +14,30 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Sleeps until `at_ns` on CLOCK_MONOTONIC (absolute, so never early; a
+/// signal does not cut it short). The slice switch timers of the agent and
+/// of the scale harness's stand-ins.
+pub fn sleep_until(at_ns: u64) {
+    let deadline = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: valid timespec; absolute sleep on the monotonic clock.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &deadline,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
 use super::node::HeartbeatReply;
 
 /// One offset measurement.
