@@ -36,8 +36,12 @@ struct Cli {
     /// Local policies to compare, comma-separated: local, dcs, sb, sy, pb, pb-sb, dcs-sb, fcs.
     #[arg(long, default_value = "local")]
     local: String,
+    /// Gang slice length.
     #[arg(long)]
     slice_ms: Option<f64>,
+    /// Time slice of the nodes' local scheduler.
+    #[arg(long)]
+    quantum_ms: Option<f64>,
     /// Stop tasks outside the gang slice instead of demoting them.
     #[arg(long)]
     stop_inactive: bool,
@@ -45,6 +49,9 @@ struct Cli {
     /// An SWF trace instead of a generated stream.
     #[arg(long)]
     swf: Option<PathBuf>,
+    /// A JSON array of jobs (the `JobSpec` fields) instead of a generated stream.
+    #[arg(long, conflicts_with = "swf")]
+    jobs_json: Option<PathBuf>,
     /// Use only the first N jobs (of the trace or stream).
     #[arg(long)]
     max_jobs: Option<usize>,
@@ -122,6 +129,9 @@ fn base_config(cli: &Cli) -> Result<SimConfig> {
     if let Some(ms) = cli.slice_ms {
         config.sched.slice_ns = (ms * 1e6) as u64;
     }
+    if let Some(ms) = cli.quantum_ms {
+        config.cluster.quantum_ns = (ms * 1e6) as u64;
+    }
     config.sched.stop_inactive |= cli.stop_inactive;
     Ok(config)
 }
@@ -138,7 +148,19 @@ fn workload(cli: &Cli, config: &SimConfig) -> Result<Vec<JobSpec>> {
         ..JobShape::default()
     };
     let nodes = config.cluster.nodes;
+    let from_json = match &cli.jobs_json {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some(
+                serde_json::from_str::<Vec<JobSpec>>(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?,
+            )
+        }
+        None => None,
+    };
     let mut jobs = match &cli.swf {
+        _ if from_json.is_some() => from_json.unwrap_or_default(),
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;

@@ -167,17 +167,10 @@ impl Cluster {
             self.place_woken(t);
         }
         match on_cpu {
-            Some(cpu) if effective == Level::Stop => {
+            Some(_) if effective == Level::Stop => {
                 self.switch_out(t, SwitchOut::Voluntary, cal);
-                let _ = cpu;
             }
-            Some(cpu) => {
-                if old_class != class_of(effective) {
-                    let end = self.slice_end_for(t);
-                    self.nodes[node as usize].cpus[cpu as usize].slice_end = end;
-                    self.rearm(node, cpu, cal);
-                }
-            }
+            Some(_) => {} // `arm_slices` at the dispatch sets its slice.
             None => self.nodes[node as usize].woken = true,
         }
         self.mark_dirty(node);

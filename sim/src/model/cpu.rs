@@ -13,8 +13,12 @@ pub struct Cpu {
     pub last: Option<TaskIdx>,
     /// Accounted up to here.
     pub since: Ns,
-    /// The running task's time slice ends here (`Ns::MAX`: no slice).
+    /// The running task's time slice ends here (`Ns::MAX`: no slice, or
+    /// nobody waits for the CPU: ClusterSchedSim's "interrupt" scheduler
+    /// only wakes when a preemption may be due).
     pub slice_end: Ns,
+    /// The running task's current slice began here.
+    pub slice_start: Ns,
     pub token: u64,
     pub need_resched: bool,
 }
@@ -57,11 +61,42 @@ impl Cluster {
         }
     }
 
-    /// The slice a task gets when it starts running at its level.
-    pub(super) fn slice_end_for(&self, task: TaskIdx) -> Ns {
-        match class_of(self.tasks[task as usize].effective) {
+    /// Where the running task's slice ends: never for a real-time task or
+    /// while no task waits for a CPU of the node, else a quantum after the
+    /// slice began (now at the earliest).
+    fn wanted_slice_end(&self, node: u32, cpu: u32, best_waiting: Option<Class>) -> Ns {
+        let c = &self.nodes[node as usize].cpus[cpu as usize];
+        let Some(t) = c.running else { return Ns::MAX };
+        let class = class_of(self.tasks[t as usize].effective);
+        // Only a task of the same class can take the CPU when the slice
+        // ends (a higher one preempts at once, a lower one never).
+        let contested = best_waiting == Some(class);
+        match class {
             Class::RealTime(_) => Ns::MAX,
-            Class::Fair | Class::Idle => self.now.saturating_add(self.config.cluster.quantum_ns),
+            Class::Fair | Class::Idle if contested => c
+                .slice_start
+                .saturating_add(self.config.cluster.quantum_ns)
+                .max(self.now),
+            Class::Fair | Class::Idle => Ns::MAX,
+        }
+    }
+
+    /// Sets every CPU's slice end of `node` for the tasks waiting now.
+    pub(super) fn arm_slices(&mut self, node: u32, cal: &mut super::Calendar<super::SimEvent>) {
+        let best_waiting = self.nodes[node as usize]
+            .tasks
+            .iter()
+            .map(|&t| &self.tasks[t as usize])
+            .filter(|t| t.waiting_for_cpu())
+            .map(|t| class_of(t.effective))
+            .max();
+        for cpu in 0..self.nodes[node as usize].cpus.len() as u32 {
+            let end = self.wanted_slice_end(node, cpu, best_waiting);
+            let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+            if c.running.is_some() && c.slice_end != end {
+                c.slice_end = end;
+                self.rearm(node, cpu, cal);
+            }
         }
     }
 

@@ -8,6 +8,7 @@ use cosched_policy::local::{Event, SwitchOut, TaskId};
 
 use super::task::{Activity, Class, TaskIdx, class_of};
 use super::{Calendar, Cluster, SimEvent};
+use crate::executive::Ns;
 
 impl Cluster {
     /// C activity: lets `node`'s CPUs pick what they run now.
@@ -28,16 +29,18 @@ impl Cluster {
                     self.switch_out(cur, SwitchOut::Preempted, cal);
                     self.start_switch(node, cpu, b, cal);
                 }
-                (Some(cur), _) if resched => {
-                    let end = self.slice_end_for(cur);
+                (Some(_), _) if resched => {
+                    // Nobody better: a new slice for the same task.
+                    let now = self.now;
                     let c = &mut self.nodes[node as usize].cpus[cpu as usize];
                     c.need_resched = false;
-                    c.slice_end = end;
-                    self.rearm(node, cpu, cal);
+                    c.slice_start = now;
+                    c.slice_end = Ns::MAX;
                 }
                 _ => {}
             }
         }
+        self.arm_slices(node, cal);
     }
 
     fn update_min_vruntime(&mut self, node: u32) {
@@ -135,13 +138,14 @@ impl Cluster {
             self.mark_dirty(node);
             return;
         }
-        let end = self.slice_end_for(t);
         let now = self.now;
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         c.running = Some(t);
         c.last = Some(t);
         c.since = now;
-        c.slice_end = end;
+        c.slice_start = now;
+        // Set by `arm_slices` at the dispatch this switch triggers.
+        c.slice_end = Ns::MAX;
         c.need_resched = false;
         self.tasks[t as usize].on_cpu = Some(cpu);
         self.feed(

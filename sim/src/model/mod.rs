@@ -258,6 +258,7 @@ impl Model for Cluster {
 
     fn bound(&mut self, event: SimEvent, cal: &mut Calendar<SimEvent>) {
         self.now = cal.now();
+
         match event {
             SimEvent::Arrival(job) => self.arrived.push_back(job),
             SimEvent::CpuDue { node, cpu, token } => self.cpu_due(node, cpu, token, cal),
