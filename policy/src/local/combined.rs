@@ -555,9 +555,8 @@ impl LocalPolicy for DynamicCoscheduler {
     /// spin passes it; a learned one differs per task (the fast tick finds
     /// it), and PB decides at its ticks. A task woken from its block with
     /// no boost (SY, SB without `wake_boost`) waits for the kernel to pick
-    /// it against a task that computes, and the fast tick's preemptions
-    /// are what gave it the CPU soon: measured without them, SY's spinning
-    /// job next to a compute job ran 6.5× slower (`bench local`, mix).
+    /// it; it keeps the fast tick as before (measured: without it SY's
+    /// spinning job next to a compute job was slower still).
     fn needs_spin_ticks(&self) -> bool {
         self.rules.periodic.is_some()
             || self.rules.spin_wait.as_ref().is_some_and(|r| {
