@@ -164,11 +164,14 @@ fn a_cgroup_job_follows_ranks_forked_and_moved_in_and_releases_a_task_that_leave
     let cgroup = Cgroup::create();
     let mut procs = Procs(Vec::new());
     let go = agent.dir.path().join("go");
-    // A "launcher" in the cgroup that forks a rank once told to.
-    let launcher = procs.sh(&format!(
-        "while [ ! -e {} ]; do sleep 0.02; done; sleep 600 & wait",
-        go.display()
-    ));
+    // A "launcher" in the cgroup that forks a rank once told to. It waits on
+    // a FIFO, not in a `sleep` loop, so it has no child when it is attached.
+    let made = std::process::Command::new("mkfifo")
+        .arg(&go)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", go.display());
+    let launcher = procs.sh(&format!("read _ < {}; sleep 600 & wait", go.display()));
     cgroup.enter(launcher);
     let (id, tasks) = attach(
         &agent,
@@ -178,7 +181,7 @@ fn a_cgroup_job_follows_ranks_forked_and_moved_in_and_releases_a_task_that_leave
     assert_eq!(tasks, 1, "the launcher");
     assert_eq!(sched_of(launcher).unwrap().nice, 7);
     // A rank forked after the attach: followed through the fork.
-    std::fs::write(&go, "").unwrap();
+    std::fs::write(&go, "\n").unwrap();
     wait_for("the forked rank", || job(&agent, id).live_tasks == 2);
     let forked = children_of(launcher)[0];
     wait_for("the forked rank at the job's nice", || {
