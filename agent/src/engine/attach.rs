@@ -340,15 +340,21 @@ impl<K: Kernel> Engine<K> {
         }
     }
 
-    /// Whether process `pid` is wholly user `uid`'s.
-    fn check_owner(&self, pid: u32, uid: u32) -> Result<(), EngineError> {
-        let info = self.k.process_info(pid).map_err(|e| {
+    /// What the kernel says of process `pid`; a process that is gone is
+    /// [`EngineError::NoSuchProcess`].
+    fn process_info(&self, pid: u32) -> Result<crate::kernel::ProcessInfo, EngineError> {
+        self.k.process_info(pid).map_err(|e| {
             if is_gone(&e) {
                 EngineError::NoSuchProcess(pid)
             } else {
                 e.into()
             }
-        })?;
+        })
+    }
+
+    /// Whether process `pid` is wholly user `uid`'s.
+    fn check_owner(&self, pid: u32, uid: u32) -> Result<(), EngineError> {
+        let info = self.process_info(pid)?;
         adoption::check_owner(&info, uid)?;
         Ok(())
     }
@@ -547,13 +553,7 @@ impl<K: Kernel> Engine<K> {
         job: Option<JobId>,
         to_node: bool,
     ) -> Result<(), EngineError> {
-        let info = self.k.process_info(pid).map_err(|e| {
-            if is_gone(&e) {
-                EngineError::NoSuchProcess(pid)
-            } else {
-                e.into()
-            }
-        })?;
+        let info = self.process_info(pid)?;
         let managed_by = self.owned_by(pid).filter(|&j| Some(j) != job);
         adoption::check(
             &info,
