@@ -57,11 +57,35 @@ pub fn unique(tag: &str) -> String {
     )
 }
 
-/// A TCP port free right now (bound then released).
+/// Ports handed out by [`free_port`]: below the kernel's ephemeral range
+/// (32768–60999 by default), so an outgoing connection of a daemon or of
+/// Prometheus can never take a port between our check and the daemon's bind
+/// (a port from `bind(:0)` is ephemeral and was taken that way in CI).
+const TEST_PORTS: std::ops::Range<u16> = 10_000..20_000;
+
+/// A port free right now for TCP and UDP on every address, never handed out
+/// twice by this process; test processes start at pid-derived points so
+/// concurrent test binaries rarely probe the same ports.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static USED: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let mut guard = USED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let used = guard.get_or_insert_with(HashSet::new);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for step in 0..span {
+        let port = TEST_PORTS.start + ((start + step) % span) as u16;
+        if used.contains(&port) {
+            continue;
+        }
+        // Daemons bind 0.0.0.0 (metrics) or 127.0.0.1; both must be free.
+        let free = std::net::TcpListener::bind(("0.0.0.0", port)).is_ok()
+            && std::net::UdpSocket::bind(("0.0.0.0", port)).is_ok();
+        if free {
+            used.insert(port);
+            return port;
+        }
+    }
+    panic!("no free port in {TEST_PORTS:?}");
 }
