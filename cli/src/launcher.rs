@@ -11,7 +11,7 @@ use std::{
 
 use cosched::{attach, node, slurm, tables};
 use cosched_coordinator::admin::{
-    client::Client,
+    client,
     protocol::{Attachment, Reply, Request},
 };
 use cosched_proto::control::{self, Reply as AgentReply, Request as AgentRequest};
@@ -63,9 +63,7 @@ pub fn attach(
             Err(error) => return fail(format!("finding this program's path: {error}")),
         },
     };
-    let coordinator = |request: &Request| {
-        Client::connect(socket).and_then(|mut client| client.call(request, timeout))
-    };
+    let coordinator = |request: &Request| client::call(socket, request, timeout);
     let view = match coordinator(&Request::Attach { job }) {
         Ok(Reply::Attached { job }) => job,
         Ok(other) => return fail(format!("unexpected reply: {other:?}")),
@@ -296,8 +294,7 @@ fn slurm_attach(
         class: cosched_proto::class::parse_class("be")?,
         exclusive: false,
     };
-    let reply = Client::connect(hook.coordinator)
-        .and_then(|mut client| client.call(&Request::Attach { job }, hook.timeout))
+    let reply = client::call(hook.coordinator, &Request::Attach { job }, hook.timeout)
         .map_err(|error| error.to_string())?;
     match reply {
         Reply::Attached { job } => Ok(format!(
@@ -345,9 +342,7 @@ fn slurm_join(hook: &SlurmHook, job: &slurm::JobRef, pid: u32) -> Result<String,
 
 fn slurm_detach(hook: &SlurmHook, name: &str) -> Result<String, String> {
     let coordinator = |request: &Request| {
-        Client::connect(hook.coordinator)
-            .and_then(|mut client| client.call(request, hook.timeout))
-            .map_err(|error| error.to_string())
+        client::call(hook.coordinator, request, hook.timeout).map_err(|error| error.to_string())
     };
     let jobs = match coordinator(&Request::Jobs { all: false })? {
         Reply::Jobs { jobs } => jobs,

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use cosched::{args, tables};
 use cosched_coordinator::{
     admin::{
-        client::Client,
+        client,
         protocol::{Reply, Request, Submission},
     },
     policy::GlobalPolicy,
@@ -23,7 +23,9 @@ use cosched_coordinator::{
     about = "cosched: jobs, the Ousterhout matrix and policies of a coscheduled cluster"
 )]
 struct Cli {
-    /// The coordinator's admin socket.
+    /// The coordinator's admin socket (a user who is not root talks to the
+    /// user socket next to it, `coordinator-user.sock`: attach, detach and
+    /// cancel of their own jobs, and the views).
     #[arg(
         long,
         env = "COSCHED_COORDINATOR_SOCKET",
@@ -283,9 +285,7 @@ fn clock_offsets(
     socket: &std::path::Path,
     timeout: Duration,
 ) -> Result<BTreeMap<String, Option<OffsetEstimate>>, String> {
-    let reply = Client::connect(socket)
-        .and_then(|mut client| client.call(&Request::Nodes, timeout))
-        .map_err(|e| e.to_string())?;
+    let reply = client::call(socket, &Request::Nodes, timeout).map_err(|e| e.to_string())?;
     let Reply::Nodes { nodes } = reply else {
         return Err(format!("unexpected answer to nodes: {reply:?}"));
     };
@@ -545,7 +545,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = Client::connect(&cli.socket).and_then(|mut client| client.call(&request, timeout));
+    let result = client::call(&cli.socket, &request, timeout);
     match result {
         Ok(reply) => {
             if cli.json {

@@ -419,6 +419,7 @@ mod tests {
             class: "be".into(),
             exclusive: false,
             attached: false,
+            owner: None,
             cpu_percent: Some(42.04),
             predicted_percent: Some(40.0),
             prediction: None,

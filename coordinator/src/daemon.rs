@@ -89,6 +89,18 @@ pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
         calls_tx,
         config.limits.admin,
     ));
+    let user_socket = config
+        .user_socket
+        .then(|| cosched_proto::control::user_socket_path(&config.admin_socket));
+    let (user_tx, mut user_calls) = mpsc::channel::<admin::server::UserCall>(64);
+    if let Some(path) = &user_socket {
+        let listener = admin::server::bind_user(path)?;
+        tokio::spawn(admin::server::serve_user(
+            listener,
+            user_tx,
+            config.limits.admin,
+        ));
+    }
 
     let (events_tx, mut events) = mpsc::channel::<ConnEvent>(4096);
     let context = Arc::new(ConnContext {
@@ -147,6 +159,9 @@ pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
             _ = sighup.recv() => daemon.reload(),
             Some(event) = events.recv() => daemon.on_event(event),
             Some((request, reply)) = calls.recv() => daemon.on_admin(request, reply),
+            Some((request, peer, reply)) = user_calls.recv() => {
+                daemon.on_user(request, peer.uid, reply);
+            }
             () = sleep_until_some(checks_due) => {
                 daemon.core.expire_checks(monotonic_ns());
                 daemon.apply_effects();
@@ -177,6 +192,9 @@ pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
     persister.save(&core.snapshot());
     persister.finish();
     let _ = std::fs::remove_file(&config.admin_socket);
+    if let Some(path) = &user_socket {
+        let _ = std::fs::remove_file(path);
+    }
     Ok(())
 }
 
@@ -438,10 +456,44 @@ impl Daemon {
             self.apply_effects();
             return;
         }
-        let op = op_name(&request);
+        let op = request.op();
         let result = self.answer(request);
         self.reply_admin(op, result, reply);
         self.apply_effects();
+    }
+
+    /// A request from the user socket: root's go the admin way; a user's
+    /// are judged by `admin::users` first, and the jobs they attach are
+    /// theirs.
+    fn on_user(&mut self, request: Request, uid: u32, reply: oneshot::Sender<Response>) {
+        if uid == 0 {
+            return self.on_admin(request, reply);
+        }
+        let op = request.op();
+        let verdict = admin::users::authorize(
+            &request,
+            uid,
+            |id| self.core.owner_of(id),
+            &self.config.admin_socket.display().to_string(),
+        );
+        if let Err(why) = verdict {
+            tracing::info!(uid, op, "user request refused: {why}");
+            return self.reply_admin(op, Err(why), reply);
+        }
+        match request {
+            Request::Attach { job } => {
+                let result = self
+                    .core
+                    .attach_as(job, Some(uid), unix_ms())
+                    .map(|job| Reply::Attached { job });
+                if result.is_ok() {
+                    self.metrics.jobs_submitted.inc();
+                }
+                self.reply_admin(op, result, reply);
+                self.apply_effects();
+            }
+            other => self.on_admin(other, reply),
+        }
     }
 
     fn answer_submitter(&self, result: Result<JobView, String>, reply: oneshot::Sender<Response>) {
@@ -519,20 +571,5 @@ impl Daemon {
                 ),
             },
         })
-    }
-}
-
-fn op_name(request: &Request) -> &'static str {
-    match request {
-        Request::Submit { .. } => "submit",
-        Request::Attach { .. } => "attach",
-        Request::Detach { .. } => "detach",
-        Request::Jobs { .. } => "jobs",
-        Request::Job { .. } => "job",
-        Request::Cancel { .. } => "cancel",
-        Request::Matrix => "matrix",
-        Request::Nodes => "nodes",
-        Request::SetPolicy { .. } => "set-policy",
-        Request::Status => "status",
     }
 }

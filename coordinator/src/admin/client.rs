@@ -1,7 +1,10 @@
 //! A blocking admin client, for the CLI and tests (JSON lines, see
 //! `cosched_proto::jsonl`).
 
-use std::{path::Path, time::Duration};
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use cosched_proto::jsonl::{LineClient, LineError};
 
@@ -42,5 +45,51 @@ impl Client {
             Response::Ok(reply) => Ok(reply),
             Response::Error(message) => Err(ClientError::Refused(message)),
         }
+    }
+}
+
+/// One request to the coordinator whose admin socket is `admin_socket`. A
+/// caller that is not root talks to the user socket next to it
+/// (`coordinator-user.sock`), where the coordinator judges each request by
+/// the caller's peer credentials: users attach jobs, detach or cancel their
+/// own and read the views; a root-only request is refused there with a
+/// message saying so (the root-only admin socket would only say
+/// "permission denied").
+pub fn call(
+    admin_socket: &Path,
+    request: &Request,
+    timeout: Duration,
+) -> Result<Reply, ClientError> {
+    let path = socket_for(admin_socket, is_root());
+    Client::connect(&path)?.call(request, timeout)
+}
+
+/// Where a caller's requests go: root's to the admin socket, everyone
+/// else's to the user socket.
+pub fn socket_for(admin_socket: &Path, root: bool) -> PathBuf {
+    if !root {
+        cosched_proto::control::user_socket_path(admin_socket)
+    } else {
+        admin_socket.to_path_buf()
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_talks_to_the_user_socket_and_root_to_the_admin_socket() {
+        let admin = Path::new("/run/cosched/coordinator.sock");
+        assert_eq!(
+            socket_for(admin, false),
+            Path::new("/run/cosched/coordinator-user.sock")
+        );
+        assert_eq!(socket_for(admin, true), admin);
     }
 }

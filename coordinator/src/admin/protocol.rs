@@ -48,6 +48,32 @@ pub enum Request {
     Status,
 }
 
+impl Request {
+    /// The op's name on the wire (and in the admin metrics).
+    pub fn op(&self) -> &'static str {
+        match self {
+            Request::Submit { .. } => "submit",
+            Request::Attach { .. } => "attach",
+            Request::Detach { .. } => "detach",
+            Request::Jobs { .. } => "jobs",
+            Request::Job { .. } => "job",
+            Request::Cancel { .. } => "cancel",
+            Request::Matrix => "matrix",
+            Request::Nodes => "nodes",
+            Request::SetPolicy { .. } => "set-policy",
+            Request::Status => "status",
+        }
+    }
+
+    /// Whether the user socket takes this op from an unprivileged caller
+    /// at all (detach and cancel then only of the caller's own jobs, see
+    /// `admin::users`). Submit (it starts programs as root on the nodes)
+    /// and set-policy stay on the root-only admin socket.
+    pub fn allowed_for_users(&self) -> bool {
+        !matches!(self, Request::Submit { .. } | Request::SetPolicy { .. })
+    }
+}
+
 impl Serialize for Request {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         Request::serialize(self, serializer)
@@ -203,6 +229,9 @@ pub struct JobView {
     /// Launched by something else and attached (`cosched attach`).
     #[serde(default)]
     pub attached: bool,
+    /// The user (uid) who attached it on the user socket; None: root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<u32>,
     /// RT jobs under the BE/RT policies: admitted, waiting (1GS) or
     /// rejected, and why.
     #[serde(default)]

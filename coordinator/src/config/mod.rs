@@ -34,6 +34,14 @@ pub struct Config {
     /// Default /run/cosched/coordinator.sock.
     #[serde(default = "default_admin_socket")]
     pub admin_socket: PathBuf,
+    /// Also serve the user socket next to the admin socket
+    /// (`coordinator-user.sock`, mode 0666): any local user may attach the
+    /// jobs they launch themselves, detach or cancel their own and read the
+    /// views there (checked with the socket's peer credentials), for a
+    /// Slurm SrunProlog or `cosched attach` run as the job's user.
+    /// Default true.
+    #[serde(default = "yes")]
+    pub user_socket: bool,
     /// Prometheus endpoint (`GET /metrics`). Default 127.0.0.1:9465.
     #[serde(default = "default_metrics_listen")]
     pub metrics_listen: SocketAddr,
@@ -107,6 +115,9 @@ pub struct Config {
 
 fn default_listen() -> SocketAddr {
     ([0, 0, 0, 0], 7400).into()
+}
+fn yes() -> bool {
+    true
 }
 fn default_admin_socket() -> PathBuf {
     "/run/cosched/coordinator.sock".into()

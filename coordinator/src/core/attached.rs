@@ -24,6 +24,17 @@ impl Core {
     /// unconnected nodes, agents too old to expect jobs, or when no row has
     /// all of the nodes free.
     pub fn attach(&mut self, job: Attachment, now_unix_ms: u64) -> Result<JobView, String> {
+        self.attach_as(job, None, now_unix_ms)
+    }
+
+    /// [`Core::attach`] for `owner` (an unprivileged user's uid; None:
+    /// root), who alone may then detach or cancel the job as a user.
+    pub fn attach_as(
+        &mut self,
+        job: Attachment,
+        owner: Option<u32>,
+        now_unix_ms: u64,
+    ) -> Result<JobView, String> {
         let submission = Submission {
             name: job.name.clone(),
             nodes: job.nodes.len(),
@@ -60,6 +71,7 @@ impl Core {
         self.next_job_id = self.next_job_id.checked_add(1).unwrap_or(1);
         let mut record = JobRecord::new(id, submission, now_unix_ms);
         record.attached = true;
+        record.owner = owner;
         if super::classes::rt_spec(&record.submission.class).is_some() {
             record.admission = Some(super::classes::Admission::Waiting);
         }
@@ -68,6 +80,12 @@ impl Core {
         self.start_on(id, &nodes);
         self.persist();
         Ok(self.job_view(id).expect("just inserted"))
+    }
+
+    /// Who owns active job `id`: `Some(None)` root, `Some(Some(uid))` that
+    /// user; `None` for a job that is not active.
+    pub fn owner_of(&self, id: u32) -> Option<Option<u32>> {
+        self.jobs.get(&id).map(|job| job.owner)
     }
 
     /// The launcher of attached job `id` exited with `code`: every rank

@@ -120,6 +120,11 @@ pub struct JobRecord {
     /// the rank's exit), kept for `cosched job`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_frames: Option<crate::admin::protocol::FramesView>,
+    /// The uid of the unprivileged user who attached the job on the
+    /// coordinator's user socket (None: root). Only that user (or root)
+    /// may detach or cancel it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<u32>,
 }
 
 impl JobRecord {
@@ -136,6 +141,7 @@ impl JobRecord {
             attached: false,
             admission: None,
             final_frames: None,
+            owner: None,
         }
     }
 

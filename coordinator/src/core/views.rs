@@ -54,6 +54,7 @@ impl Core {
             reason: job.reason.clone(),
             submitted_unix_ms: job.submitted_unix_ms,
             attached: job.attached,
+            owner: job.owner,
             admission: None,
             rows_held: Vec::new(),
             replica_rows: Vec::new(),
