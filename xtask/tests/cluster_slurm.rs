@@ -1,14 +1,18 @@
 //! Slurm on the namespace cluster (`cluster up --slurm`) with a gang
-//! coordinator: two users' plain `srun` steps of a real MPI program become
-//! coscheduled jobs (attached by the hook, their ranks joined on each node)
-//! that gang slices stop and run, and a step run with `COSCHED_SLURM=off`
-//! is left alone. It needs root and Slurm (`cargo xtask setup --slurm`),
+//! coordinator: two plain `srun` steps of a real MPI program, one of them
+//! run by a user who is not root, become coscheduled jobs (attached by the
+//! hook through the coordinator's sockets, their ranks joined on each node
+//! through the agents'), the unprivileged one owned by its user, that gang
+//! slices stop and run; a step run with `COSCHED_SLURM=off` is left alone;
+//! a step whose `srun` is killed with SIGKILL (so SrunEpilog never runs)
+//! still ends at the coordinator and frees its row. It needs root and Slurm (`cargo xtask setup --slurm`),
 //! and would take down a cluster someone is using, so it runs only on
 //! request: `cargo test -p xtask --test cluster_slurm -- --ignored`.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
     fs,
+    os::unix::fs::PermissionsExt as _,
     path::Path,
     process::{Child, Command, Stdio},
     thread,
@@ -31,19 +35,44 @@ impl Drop for Down {
     }
 }
 
-fn srun(conf: &Path, program: &Path, opt_out: bool) -> Child {
-    let mut command = Command::new("srun");
+/// The user (not root) who runs one of the steps; no passwd entry needed
+/// beyond Debian's `nobody`, which Slurm looks up to start its tasks.
+const USER: u32 = 65534;
+
+struct Step<'a> {
+    opt_out: bool,
+    /// Run `srun` as this uid instead of root.
+    user: Option<u32>,
+    max_seconds: u32,
+    program: &'a Path,
+}
+
+fn srun(conf: &Path, step: Step<'_>) -> Child {
+    let mut command = match step.user {
+        Some(uid) => {
+            let mut command = Command::new("setpriv");
+            command
+                .arg(format!("--reuid={uid}"))
+                .arg(format!("--regid={uid}"))
+                .args(["--clear-groups", "--", "srun"]);
+            command
+        }
+        None => Command::new("srun"),
+    };
     command
+        // Somewhere every user may be (Slurm runs the tasks in srun's cwd).
+        .current_dir("/tmp")
         .env("SLURM_CONF", conf)
         .env("OMPI_MCA_btl", "tcp,self")
         .env("OMPI_MCA_btl_tcp_if_include", "10.201.0.0/24")
         .env("OMPI_MCA_oob_tcp_if_include", "10.201.0.0/24")
         .args(["-N2", "-n2", "--mpi=pmix"])
-        .arg(program)
-        .args(["--iters", "1000000000", "--max-seconds", "3"])
+        .arg(step.program)
+        .args(["--iters", "1000000000", "--max-seconds"])
+        .arg(step.max_seconds.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if opt_out {
+    if step.opt_out {
         command.env("COSCHED_SLURM", "off");
     }
     command.spawn().expect("starting srun")
@@ -84,7 +113,7 @@ fn state(pid: u32) -> Option<char> {
 
 #[test]
 #[ignore = "needs root and Slurm; brings a real cluster up and down"]
-fn srun_steps_become_gang_sliced_jobs_unless_opted_out() {
+fn srun_steps_of_root_and_of_users_are_gang_sliced_unless_opted_out_and_end_when_srun_is_killed() {
     for tool in ["slurmctld", "slurmd", "srun", "munged"] {
         let found = Command::new("sh")
             .args(["-c", &format!("command -v {tool}")])
@@ -108,6 +137,17 @@ fn srun_steps_become_gang_sliced_jobs_unless_opted_out() {
     )
     .unwrap()
     .join("pingpong");
+    // A copy every user may run (the build may live under a private home).
+    let shared = tempfile::tempdir().unwrap();
+    fs::set_permissions(shared.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::copy(&program, shared.path().join("pingpong")).unwrap();
+    let program = shared.path().join("pingpong");
+    let step = |user: Option<u32>, opt_out: bool, max_seconds: u32| Step {
+        opt_out,
+        user,
+        max_seconds,
+        program: &program,
+    };
     let options = UpOptions {
         nodes: 2,
         coordinator: Some(CoordinatorOptions {
@@ -124,7 +164,10 @@ fn srun_steps_become_gang_sliced_jobs_unless_opted_out() {
     let cluster = cluster::up(&workspace, &options).unwrap();
     let conf = cluster.slurm.as_ref().unwrap().conf.clone();
 
-    let steps = [srun(&conf, &program, false), srun(&conf, &program, false)];
+    let steps = [
+        srun(&conf, step(None, false, 3)),
+        srun(&conf, step(Some(USER), false, 3)),
+    ];
     // Both steps attached and running at the coordinator.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -189,14 +232,57 @@ fn srun_steps_become_gang_sliced_jobs_unless_opted_out() {
         assert_eq!(job["state"], "completed", "{job}");
         assert_eq!(job["nodes"], serde_json::json!(["n0", "n1"]), "{job}");
     }
+    let owners: BTreeSet<Option<u64>> = attached.iter().map(|j| j["owner"].as_u64()).collect();
+    assert_eq!(
+        owners,
+        BTreeSet::from([None, Some(u64::from(USER))]),
+        "root's step has no owner, the user's is theirs: {attached:?}"
+    );
 
     // Opted out: it runs, and the coordinator never hears of it.
-    let out = srun(&conf, &program, true).wait_with_output().unwrap();
+    let out = srun(&conf, step(None, true, 3)).wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         jobs(&cluster).len(),
         2,
         "an opted-out step was attached: {:?}",
         jobs(&cluster)
+    );
+
+    // srun killed (SIGKILL: no SrunEpilog): Slurm kills the tasks, the
+    // agents report the ranks gone, and the job ends well before its
+    // program would have (30 s), freeing its row.
+    let mut killed = srun(&conf, step(None, false, 30));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let name = loop {
+        let running = jobs(&cluster)
+            .into_iter()
+            .find(|(_, j)| j["attached"] == true && j["state"] == "running");
+        if let Some((name, _)) = running {
+            break name;
+        }
+        assert!(Instant::now() < deadline, "step not attached");
+        thread::sleep(Duration::from_millis(50));
+    };
+    thread::sleep(Duration::from_secs(1));
+    killed.kill().unwrap();
+    let _ = killed.wait();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let job = jobs(&cluster).remove(&name).expect("listed with --all");
+        if job["state"] != "running" {
+            assert_eq!(job["row"], Value::Null, "its row is freed: {job}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the killed srun's job still runs 15 s later: {job}"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    let matrix = coordinator::cli(cluster.coordinator.as_ref().unwrap(), &["matrix"]).unwrap();
+    assert!(
+        !matrix.to_string().contains(&name),
+        "the killed step still holds a cell: {matrix}"
     );
 }
