@@ -4,8 +4,9 @@
 //! ranks join on both nodes through the agents' user sockets and are gang
 //! sliced; the job is the user's; another user cannot cancel it, nor
 //! switch the policy or submit (each refused with a clear error and
-//! nothing changed), but may read the views; a user cannot cancel root's
-//! job; the owner cancels their own.
+//! nothing changed), but may read the views, nor claim an expected rank of
+//! the user's job with a process of their own; a user cannot cancel
+//! root's job; the owner cancels their own.
 use std::{
     os::unix::{fs::PermissionsExt as _, process::CommandExt as _},
     path::Path,
@@ -224,6 +225,69 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
     assert_eq!(status["status"]["status"]["policy"], "gang", "{status:#}");
     let job = coordinator.job(id.parse().unwrap());
     assert_eq!(state(&job), "running", "{job:#}");
+
+    // A job the user attached whose ranks have not joined yet: another
+    // user cannot claim its expected rank on a node with a process of
+    // their own (the coordinator told the agents whose job it is).
+    let _idle = Launcher(
+        as_user(USER)
+            .arg(coord_bin("cosched"))
+            .arg("--socket")
+            .arg(&coordinator.socket)
+            .args(["attach", "--name", "idle", "--nodes", "n0,n1", "--"])
+            .args(["sleep", "60"])
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    );
+    let idle_id = {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let jobs = coordinator.call(&["jobs"]);
+            let found = jobs["jobs"]["jobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|job| job["name"] == "idle")
+                .map(|job| job["id"].as_u64().unwrap());
+            if let Some(id) = found {
+                break id.to_string();
+            }
+            assert!(Instant::now() < deadline, "idle not attached: {jobs:#}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let squatter = Launcher(
+        as_user(OTHER)
+            .args(["sleep", "600"])
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    );
+    wait_until(
+        "the other user's sleep started",
+        Duration::from_secs(5),
+        || {
+            std::fs::read_link(format!("/proc/{}/exe", squatter.0.id()))
+                .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "sleep"))
+        },
+    );
+    let out = as_user(OTHER)
+        .arg(coord_bin("cosched"))
+        .env("COSCHED_AGENT_SOCKET", &cluster.agents[0].socket)
+        .args(["join", "--job", &idle_id, "--pid"])
+        .arg(squatter.0.id().to_string())
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "another user claimed the expected rank"
+    );
+    assert!(
+        stderr(&out).contains("belongs to user 65534"),
+        "{}",
+        stderr(&out)
+    );
 
     // The owner: not root's job, but their own.
     let out = cosched_as(USER, &coordinator.socket, &["cancel", &roots_id]);

@@ -98,7 +98,10 @@ pub use header::{
     FrameHeader, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, PROTOCOL_MAJOR, PROTOCOL_MINOR,
     ProtocolVersion, TAG_LEN,
 };
-pub use jobs::{CancelJob, ExitStatus, ExpectJob, JobClass, JobExited, JobId, LaunchJob};
+pub use jobs::{
+    CancelJob, EXPECT_OWNER_SINCE_MINOR, ExitStatus, ExpectJob, JobClass, JobExited, JobId,
+    LaunchJob,
+};
 pub use kind::MessageKind;
 pub use leftovers::{RankRef, RanksReaped, ReapRanks, ReapedRank};
 pub use message::Message;

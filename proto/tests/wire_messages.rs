@@ -7,8 +7,9 @@ mod support;
 use std::collections::HashSet;
 
 use cosched_proto::wire::{
-    ClassSettings, ClockSample, DivisionClass, FrameReport, Heartbeat, HeartbeatReply, JobFrames,
-    JobUtilisation, Message, MessageKind, ProtocolVersion, SwitchDivision, UtilReport,
+    ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob, FrameReport,
+    Heartbeat, HeartbeatReply, JobFrames, JobUtilisation, Message, MessageKind, ProtocolVersion,
+    SwitchDivision, UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -311,7 +312,31 @@ fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
         assert_eq!(kind.since_minor() == 3, newer, "{kind}");
         assert_eq!(kind.known_to(older), !newer, "{kind}");
     }
-    assert_eq!(ProtocolVersion::CURRENT.minor, 3);
+}
+
+#[test]
+fn an_expected_jobs_owner_is_new_in_1_4_and_absent_when_unset() {
+    assert_eq!(ProtocolVersion::CURRENT.minor, 4);
+    assert_eq!(EXPECT_OWNER_SINCE_MINOR, 4);
+    let mut expect = ExpectJob {
+        job_id: 3,
+        name: "slurm-5.0".into(),
+        rank: 0,
+        size: 2,
+        owner: None,
+    };
+    // Unset: the payload a 1.2/1.3 agent accepts (it refuses unknown fields).
+    let json =
+        String::from_utf8(Message::ExpectJob(expect.clone()).encode_payload().unwrap()).unwrap();
+    assert!(!json.contains("owner"), "{json}");
+    expect.owner = Some(65534);
+    let message = Message::ExpectJob(expect);
+    let bytes = message.encode_payload().unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"owner\":65534"));
+    assert_eq!(
+        Message::decode_payload(message.kind(), &bytes).unwrap(),
+        message
+    );
 }
 
 proptest! {

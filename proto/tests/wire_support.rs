@@ -169,6 +169,7 @@ pub fn one_of_each_message() -> Vec<Message> {
             name: "mpirun ring".into(),
             rank: 1,
             size: 2,
+            owner: Some(1000),
         }),
         Message::SwitchSlice(SwitchSlice {
             epoch: 2,
@@ -521,14 +522,21 @@ pub mod strategies {
                 1u32..64
             )
                 .prop_flat_map(|(job_id, name, size)| {
-                    (Just(job_id), Just(name), 0..size, Just(size))
+                    (
+                        Just(job_id),
+                        Just(name),
+                        0..size,
+                        Just(size),
+                        proptest::option::of(any::<u32>()),
+                    )
                 })
-                .prop_map(|(job_id, name, rank, size)| {
+                .prop_map(|(job_id, name, rank, size, owner)| {
                     Message::ExpectJob(ExpectJob {
                         job_id,
                         name,
                         rank,
                         size,
+                        owner,
                     })
                 }),
         ]

@@ -164,7 +164,7 @@ impl<K: Kernel> Daemon<K> {
                     }
                     let result = self
                         .engine
-                        .expect_job(job, &expect.name, rank)
+                        .expect_job(job, &expect.name, rank, expect.owner)
                         .map_err(|e| e.to_string());
                     match &result {
                         Ok(()) => {

@@ -125,8 +125,16 @@ impl<K: Kernel> Engine<K> {
 
     /// The coordinator attached job `id` with a rank on this node: its
     /// processes come by `join`. A repeated order for the same rank is a
-    /// no-op.
-    pub fn expect_job(&mut self, id: JobId, name: &str, rank: u32) -> Result<(), EngineError> {
+    /// no-op. `owner`: the user who attached it at the coordinator (None:
+    /// root, or not told): only that user's processes may join it through
+    /// the user socket; without one, the first join sets the owner.
+    pub fn expect_job(
+        &mut self,
+        id: JobId,
+        name: &str,
+        rank: u32,
+        owner: Option<u32>,
+    ) -> Result<(), EngineError> {
         if let Some(j) = self.reg.job(id)
             && j.expected
             && j.rank == rank
@@ -141,6 +149,7 @@ impl<K: Kernel> Engine<K> {
         if let Some(j) = self.reg.job_mut(id) {
             j.expected = true;
             j.expected_at_ns = now;
+            j.owner = owner;
         }
         Ok(())
     }

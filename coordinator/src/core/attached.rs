@@ -127,6 +127,7 @@ impl Core {
         };
         let size = job.ranks.len() as u32;
         let name = job.submission.name.clone();
+        let owner = job.owner;
         let pending: Vec<(usize, NodeIndex)> = job
             .ranks
             .iter()
@@ -147,6 +148,12 @@ impl Core {
                         name: name.clone(),
                         rank: index as u32,
                         size,
+                        // An older agent would refuse the unknown field;
+                        // it then learns the owner from the first join.
+                        owner: owner.filter(|_| {
+                            self.nodes[node].protocol.minor
+                                >= cosched_proto::wire::EXPECT_OWNER_SINCE_MINOR
+                        }),
                     },
                 );
             } else {

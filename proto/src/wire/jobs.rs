@@ -94,7 +94,17 @@ pub struct ExpectJob {
     /// job's nodes; the launcher numbers the processes itself).
     pub rank: u32,
     pub size: u32,
+    /// The uid of the user who attached the job on the coordinator's user
+    /// socket (protocol 1.4; absent: root, or an agent older than 1.4,
+    /// which must not be sent the field): only that user's processes may
+    /// then join it through the agent's user socket, so no other user can
+    /// claim the expected rank first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<u32>,
 }
+
+/// The minor version from which an agent takes [`ExpectJob::owner`].
+pub const EXPECT_OWNER_SINCE_MINOR: u8 = 4;
 
 impl Payload for ExpectJob {
     const KIND: MessageKind = MessageKind::ExpectJob;

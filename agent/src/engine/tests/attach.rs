@@ -194,8 +194,8 @@ fn a_root_that_vanishes_while_it_is_taken_leaves_nothing() {
 #[test]
 fn an_expected_job_takes_joins_and_ends_when_they_have_exited() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 1).unwrap();
-    e.expect_job(12, "mpi", 1).unwrap(); // repeated: a no-op
+    e.expect_job(12, "mpi", 1, None).unwrap();
+    e.expect_job(12, "mpi", 1, None).unwrap(); // repeated: a no-op
     assert!(
         e.poll(5, 0.0).is_empty(),
         "nothing joined yet: still running"
@@ -235,7 +235,7 @@ fn joins_are_refused_for_unknown_launched_and_cgroup_jobs() {
 #[test]
 fn a_cancelled_expected_job_ends_even_if_nothing_joined() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     assert_eq!(e.cancel_attached(12), Some(vec![]));
     assert_eq!(e.poll(5, 0.0), vec![12]);
     e.k.spawn(100, SchedAttr::other(0));
@@ -278,7 +278,7 @@ fn a_child_forked_after_its_tree_was_taken_is_not_taken_twice() {
 #[test]
 fn a_launcher_daemon_is_followed_but_never_stopped_while_its_ranks_are() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     e.set_gang(Some(Gang {
         active: [99].into(),
         strict: true,
@@ -314,7 +314,7 @@ fn spawn_of(e: &mut Engine<FakeKernel>, pid: u32, uid: u32) {
 #[test]
 fn a_user_joins_its_own_process_and_then_owns_the_job_on_this_node() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     spawn_of(&mut e, 100, ALICE);
     e.k.spawn_child(110, 100, SchedAttr::other(0));
     e.k.uids.insert(110, ALICE);
@@ -335,9 +335,29 @@ fn a_user_joins_its_own_process_and_then_owns_the_job_on_this_node() {
 }
 
 #[test]
+fn an_expected_job_the_coordinator_says_is_alices_cannot_be_claimed_first_by_bob() {
+    let mut e = engine();
+    e.expect_job(12, "slurm-5.0", 0, Some(ALICE)).unwrap();
+    spawn_of(&mut e, 200, BOB);
+    let error = e
+        .join_as(12, 200, false, false, Caller::User(BOB))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("belongs to user 1000"), "{error}");
+    assert!(e.reg.task(200).is_none(), "nothing taken");
+    spawn_of(&mut e, 100, ALICE);
+    assert_eq!(
+        e.join_as(12, 100, false, false, Caller::User(ALICE))
+            .unwrap(),
+        1
+    );
+    assert_eq!(e.reg.job(12).unwrap().owner, Some(ALICE));
+}
+
+#[test]
 fn a_user_cannot_join_another_users_or_roots_process() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     spawn_of(&mut e, 200, BOB);
     spawn_of(&mut e, 300, 0);
     for pid in [200, 300] {
@@ -364,7 +384,7 @@ fn a_user_cannot_join_another_users_or_roots_process() {
 #[test]
 fn a_tree_with_a_process_of_another_user_is_refused_whole() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     spawn_of(&mut e, 100, ALICE);
     // e.g. a set-user-ID program the user started, now running as root
     e.k.spawn_child(110, 100, SchedAttr::other(0));
@@ -407,7 +427,7 @@ fn a_user_may_not_join_a_job_root_attached_locally_for_nobody() {
 #[test]
 fn a_process_leaves_with_its_descendants_and_the_job_keeps_the_rest() {
     let mut e = engine();
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     e.set_gang(Some(Gang {
         active: [99].into(),
         strict: true,
@@ -479,8 +499,8 @@ fn an_expected_rank_nothing_joined_ends_after_the_expect_timeout() {
     assert_eq!(e.cfg.expect_timeout_s, 120);
     let s = 1_000_000_000;
     e.k.now = 10 * s;
-    e.expect_job(12, "slurm-5.0", 1).unwrap();
-    e.expect_job(13, "slurm-6.0", 1).unwrap();
+    e.expect_job(12, "slurm-5.0", 1, None).unwrap();
+    e.expect_job(13, "slurm-6.0", 1, None).unwrap();
     spawn_of(&mut e, 100, ALICE);
     e.join(13, 100, false, false).unwrap();
     e.k.now = 129 * s;
@@ -498,7 +518,7 @@ fn an_expected_rank_nothing_joined_ends_after_the_expect_timeout() {
 fn with_no_expect_timeout_an_expected_rank_waits_forever() {
     let mut e = engine();
     e.cfg.expect_timeout_s = 0;
-    e.expect_job(12, "mpi", 0).unwrap();
+    e.expect_job(12, "mpi", 0, None).unwrap();
     e.k.now = 1_000_000 * 1_000_000_000;
     assert!(e.poll(e.k.now, 0.0).is_empty());
 }

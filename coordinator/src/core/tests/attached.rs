@@ -47,7 +47,8 @@ fn an_mpirun_job_on_two_nodes_is_expected_by_both_agents_and_never_launched() {
                     job_id: view.id,
                     name: "ring".into(),
                     rank: 0,
-                    size: 2
+                    size: 2,
+                    owner: None,
                 }
             ),
             (
@@ -56,7 +57,8 @@ fn an_mpirun_job_on_two_nodes_is_expected_by_both_agents_and_never_launched() {
                     job_id: view.id,
                     name: "ring".into(),
                     rank: 1,
-                    size: 2
+                    size: 2,
+                    owner: None,
                 }
             ),
         ]
@@ -113,6 +115,29 @@ fn attaching_to_unknown_repeated_or_disconnected_nodes_is_refused() {
     }
     assert!(core.matrix().has_no_placed_jobs());
     assert!(core.jobs_view(true).is_empty());
+}
+
+#[test]
+fn a_users_job_is_expected_as_theirs_by_agents_that_understand_owners_only() {
+    let mut core = Core::new(config(2, GlobalPolicy::Gang)).unwrap();
+    register(&mut core, 0, 1);
+    register_speaking(&mut core, 1, 2, ProtocolVersion { major: 1, minor: 3 });
+    inventory(&mut core, 0, &[]);
+    inventory(&mut core, 1, &[]);
+    let view = core
+        .attach_as(attachment("slurm-5.0", &["n0", "n1"]), Some(65534), 5)
+        .unwrap();
+    assert_eq!(view.owner, Some(65534));
+    assert_eq!(core.owner_of(view.id), Some(Some(65534)));
+    let owners: Vec<(usize, Option<u32>)> = expects(&core.take_effects())
+        .into_iter()
+        .map(|(node, expect)| (node, expect.owner))
+        .collect();
+    // A 1.3 agent would refuse the unknown field: it is left out there.
+    assert_eq!(owners, vec![(0, Some(65534)), (1, None)]);
+    let roots = core.attach(attachment("roots", &["n0"]), 6).unwrap();
+    assert_eq!(core.owner_of(roots.id), Some(None));
+    assert_eq!(core.owner_of(999), None);
 }
 
 #[test]
