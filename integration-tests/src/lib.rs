@@ -13,6 +13,7 @@ pub mod netns;
 pub mod pair;
 pub mod proc;
 pub mod synth;
+pub mod users;
 
 use std::path::PathBuf;
 

@@ -266,3 +266,30 @@ pub fn online_cpus() -> u32 {
     // SAFETY: plain sysconf.
     unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) as u32 }
 }
+
+/// Samples the states of `pids` every 3 ms for at most `within` and says
+/// whether each was seen stopped (`T`) and running (`R`): what gang slices
+/// do to a job's ranks. Returns early once every one was seen both ways;
+/// the per-pid flags `(stopped, ran)` otherwise, for the failure message.
+pub fn seen_stopped_and_running(
+    pids: &[u32],
+    within: std::time::Duration,
+) -> Result<(), (Vec<bool>, Vec<bool>)> {
+    let mut stopped = vec![false; pids.len()];
+    let mut ran = vec![false; pids.len()];
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        for (index, &pid) in pids.iter().enumerate() {
+            match state_of(pid) {
+                Some('T') => stopped[index] = true,
+                Some('R') => ran[index] = true,
+                _ => {}
+            }
+        }
+        if stopped.iter().chain(&ran).all(|&seen| seen) {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(3));
+    }
+    Err((stopped, ran))
+}

@@ -6,13 +6,13 @@ use std::{
     os::unix::process::CommandExt,
     path::{Path, PathBuf},
     process::{Child, Command},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
     coord::{CoordOpts, TestCluster, exclusive, state, wait_until},
-    proc::{sched_of, state_of},
+    proc::{sched_of, seen_stopped_and_running, state_of},
     require_root, unique,
 };
 use cosched_proto::{
@@ -426,24 +426,9 @@ fn a_job_attached_through_the_coordinator_is_stopped_and_run_by_gang_slices() {
     let rows: Vec<u64> = listed.iter().map(|j| j["row"].as_u64().unwrap()).collect();
     assert_ne!(rows[0], rows[1], "both need both nodes: two rows");
     // Each rank is seen stopped (other job's slot) and running (its own).
-    let mut stopped = vec![false; 4];
-    let mut ran = vec![false; 4];
-    let until = Instant::now() + Duration::from_millis(1500);
-    while Instant::now() < until {
-        for (index, &pid) in ranks.iter().enumerate() {
-            match state_of(pid) {
-                Some('T') => stopped[index] = true,
-                Some('R') => ran[index] = true,
-                _ => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(3));
+    if let Err((stopped, ran)) = seen_stopped_and_running(&ranks, Duration::from_millis(1500)) {
+        panic!("stopped {stopped:?} ran {ran:?}\n{}", cluster.logs());
     }
-    assert!(
-        stopped.iter().all(|&s| s) && ran.iter().all(|&r| r),
-        "stopped {stopped:?} ran {ran:?}\n{}",
-        cluster.logs()
-    );
     for child in [&mut a, &mut b] {
         let status = child.wait().unwrap();
         // The script kills its ranks: sh reports the last job's signal.

@@ -8,31 +8,19 @@
 //! the user's job with a process of their own; a user cannot cancel
 //! root's job; the owner cancels their own.
 use std::{
-    os::unix::{fs::PermissionsExt as _, process::CommandExt as _},
+    os::unix::fs::PermissionsExt as _,
     path::Path,
-    process::{Child, Command, Output},
+    process::{Command, Output},
     time::{Duration, Instant},
 };
 
 use cosched_integration_tests::{
     coord::{CoordOpts, TestCluster, coord_bin, exclusive, state, wait_until},
-    proc::state_of,
+    proc::{seen_stopped_and_running, state_of},
     require_root,
+    users::{Groups, OTHER, USER, as_user},
 };
 use cosched_proto::control::user_socket_path;
-
-/// The user the test acts as, and another one (no passwd entry needed).
-const USER: u32 = 65534;
-const OTHER: u32 = 65533;
-
-fn as_user(uid: u32) -> Command {
-    let mut cmd = Command::new("setpriv");
-    cmd.arg(format!("--reuid={uid}"))
-        .arg(format!("--regid={uid}"))
-        .arg("--clear-groups")
-        .arg("--");
-    cmd
-}
 
 /// `cosched --json --socket <admin socket> ARGS` as `uid`.
 fn cosched_as(uid: u32, socket: &Path, args: &[&str]) -> Output {
@@ -50,17 +38,21 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// A launcher process group killed on drop.
-struct Launcher(Child);
-
-impl Drop for Launcher {
-    fn drop(&mut self) {
-        // SAFETY: a plain syscall on a group this test created.
-        unsafe {
-            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
+/// `cosched --socket <admin socket> attach --name NAME --nodes n0,n1 --
+/// LAUNCHER…` as `uid` (0: root).
+fn attach_as(uid: u32, socket: &Path, name: &str, launcher: &[&str]) -> Command {
+    let mut cmd = if uid == 0 {
+        Command::new(coord_bin("cosched"))
+    } else {
+        let mut cmd = as_user(uid);
+        cmd.arg(coord_bin("cosched"));
+        cmd
+    };
+    cmd.arg("--socket")
+        .arg(socket)
+        .args(["attach", "--name", name, "--nodes", "n0,n1", "--"])
+        .args(launcher);
+    cmd
 }
 
 fn open_to_users(dir: &Path, mode: u32) {
@@ -104,17 +96,13 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
         );
     }
     script += "wait\n";
-    let launcher = Launcher(
-        as_user(USER)
-            .arg(coord_bin("cosched"))
-            .arg("--socket")
-            .arg(&coordinator.socket)
-            .args(["attach", "--name", "mine", "--nodes", "n0,n1", "--"])
-            .args(["sh", "-c", &script])
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
+    let mut groups = Groups::default();
+    groups.spawn(attach_as(
+        USER,
+        &coordinator.socket,
+        "mine",
+        &["sh", "-c", &script],
+    ));
     let rank_pids = || -> Vec<u32> {
         (0..2)
             .filter_map(|node| {
@@ -148,16 +136,12 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
         );
     }
     root_script += "wait\n";
-    let _roots_launcher = Launcher(
-        Command::new(coord_bin("cosched"))
-            .arg("--socket")
-            .arg(&coordinator.socket)
-            .args(["attach", "--name", "roots", "--nodes", "n0,n1", "--"])
-            .args(["sh", "-c", &root_script])
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
+    groups.spawn(attach_as(
+        0,
+        &coordinator.socket,
+        "roots",
+        &["sh", "-c", &root_script],
+    ));
     wait_until("root's job attached", Duration::from_secs(10), || {
         coordinator.call(&["jobs"])["jobs"]["jobs"]
             .as_array()
@@ -176,24 +160,12 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
         "root's job has no owner: {roots:#}"
     );
     let roots_id = roots["id"].as_u64().unwrap().to_string();
-    let mut stopped = [false; 2];
-    let mut ran = [false; 2];
-    let until = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < until && !(stopped.iter().all(|&s| s) && ran.iter().all(|&r| r)) {
-        for (index, &pid) in ranks.iter().enumerate() {
-            match state_of(pid) {
-                Some('T') => stopped[index] = true,
-                Some('R') => ran[index] = true,
-                _ => {}
-            }
-        }
-        std::thread::sleep(Duration::from_millis(3));
+    if let Err((stopped, ran)) = seen_stopped_and_running(&ranks, Duration::from_secs(3)) {
+        panic!(
+            "the user's ranks were not gang sliced: stopped {stopped:?} ran {ran:?}\n{}",
+            cluster.logs()
+        );
     }
-    assert!(
-        stopped.iter().all(|&s| s) && ran.iter().all(|&r| r),
-        "the user's ranks were not gang sliced: stopped {stopped:?} ran {ran:?}\n{}",
-        cluster.logs()
-    );
 
     // Another user: may read, may not end the job, switch or submit.
     let out = cosched_as(OTHER, &coordinator.socket, &["cancel", &id]);
@@ -229,17 +201,12 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
     // A job the user attached whose ranks have not joined yet: another
     // user cannot claim its expected rank on a node with a process of
     // their own (the coordinator told the agents whose job it is).
-    let _idle = Launcher(
-        as_user(USER)
-            .arg(coord_bin("cosched"))
-            .arg("--socket")
-            .arg(&coordinator.socket)
-            .args(["attach", "--name", "idle", "--nodes", "n0,n1", "--"])
-            .args(["sleep", "60"])
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
+    groups.spawn(attach_as(
+        USER,
+        &coordinator.socket,
+        "idle",
+        &["sleep", "60"],
+    ));
     let idle_id = {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -257,26 +224,12 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let squatter = Launcher(
-        as_user(OTHER)
-            .args(["sleep", "600"])
-            .process_group(0)
-            .spawn()
-            .unwrap(),
-    );
-    wait_until(
-        "the other user's sleep started",
-        Duration::from_secs(5),
-        || {
-            std::fs::read_link(format!("/proc/{}/exe", squatter.0.id()))
-                .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "sleep"))
-        },
-    );
+    let squatter = groups.sleeper(OTHER);
     let out = as_user(OTHER)
         .arg(coord_bin("cosched"))
         .env("COSCHED_AGENT_SOCKET", &cluster.agents[0].socket)
         .args(["join", "--job", &idle_id, "--pid"])
-        .arg(squatter.0.id().to_string())
+        .arg(squatter.to_string())
         .output()
         .unwrap();
     assert!(
@@ -316,5 +269,5 @@ fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
         "running",
         "root's job is untouched"
     );
-    drop(launcher);
+    drop(groups);
 }

@@ -3,73 +3,15 @@
 //! own and hands it back; another user's process, a root process, init, a
 //! pid that does not exist, a job of another user and the root-only ops are
 //! each refused with a clear error and change nothing.
-use std::{
-    os::unix::{fs::PermissionsExt as _, process::CommandExt as _},
-    process::{Child, Command, Output},
-    time::Duration,
-};
+use std::{os::unix::fs::PermissionsExt as _, process::Output, time::Duration};
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
     coord::wait_until,
     require_root,
+    users::{Groups, OTHER, USER, as_user},
 };
 use cosched_proto::control::{AttachTarget, JobInfo, Reply, Request, user_socket_path};
-
-/// The user the test acts as, and another one (no passwd entry needed).
-const USER: u32 = 65534;
-const OTHER: u32 = 65533;
-
-fn as_user(uid: u32) -> Command {
-    let mut cmd = Command::new("setpriv");
-    cmd.arg(format!("--reuid={uid}"))
-        .arg(format!("--regid={uid}"))
-        .arg("--clear-groups")
-        .arg("--");
-    cmd
-}
-
-/// Children killed (with their process groups) on drop.
-struct Procs(Vec<Child>);
-
-impl Procs {
-    fn spawn(&mut self, mut cmd: Command) -> u32 {
-        let child = cmd.process_group(0).spawn().unwrap();
-        let pid = child.id();
-        self.0.push(child);
-        pid
-    }
-
-    /// `sleep 600` as `uid` (root: 0).
-    fn sleeper(&mut self, uid: u32) -> u32 {
-        let mut cmd = if uid == 0 {
-            Command::new("sleep")
-        } else {
-            let mut cmd = as_user(uid);
-            cmd.arg("sleep");
-            cmd
-        };
-        cmd.arg("600");
-        let pid = self.spawn(cmd);
-        wait_until("setpriv to exec sleep", Duration::from_secs(5), || {
-            std::fs::read_link(format!("/proc/{pid}/exe"))
-                .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "sleep"))
-        });
-        pid
-    }
-}
-
-impl Drop for Procs {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            // SAFETY: a plain syscall on a group this test created.
-            unsafe {
-                libc::kill(-(child.id() as i32), libc::SIGKILL);
-            }
-            let _ = child.wait();
-        }
-    }
-}
 
 fn cosched_as(uid: u32, agent: &TestAgent, args: &[&str]) -> Output {
     let mut cmd = as_user(uid);
@@ -126,7 +68,7 @@ fn a_user_joins_only_its_own_processes_into_its_own_job() {
         .mode();
     assert_eq!(mode & 0o777, 0o666, "the user socket takes any user");
 
-    let mut procs = Procs(Vec::new());
+    let mut procs = Groups::default();
     // Root attaches a tree of the user's: the job is the user's on this node.
     let first = procs.sleeper(USER);
     let id = match agent.call(Request::Attach {
