@@ -291,6 +291,18 @@ pub struct TestCluster {
 }
 
 impl TestCluster {
+    /// Gang slices of 50 ms whose agents stop the jobs outside their slot
+    /// (demotion to SCHED_IDLE does not cross the autogroups the launched
+    /// jobs' sessions get), so a test sees ranks stopped and run.
+    pub fn gang_stopping(subnet: u8) -> Self {
+        let opts = CoordOpts {
+            policy: "gang",
+            slice_ms: 50,
+            ..CoordOpts::default()
+        };
+        Self::start(subnet, opts, "stop_inactive = true")
+    }
+
     /// `agent_extra` goes into each agent's `[coordinator]` table.
     pub fn start(subnet: u8, opts: CoordOpts<'_>, agent_extra: &str) -> Self {
         Self::start_with(subnet, opts, |_| String::new(), agent_extra)

@@ -11,7 +11,7 @@ use std::{
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
-    coord::{CoordOpts, TestCluster, exclusive, state, wait_until},
+    coord::{TestCluster, exclusive, state, wait_until},
     proc::{sched_of, seen_stopped_and_running, state_of},
     require_root, unique,
 };
@@ -377,12 +377,7 @@ fn read_pids(dir: &Path, names: &[&str]) -> Vec<u32> {
 fn a_job_attached_through_the_coordinator_is_stopped_and_run_by_gang_slices() {
     require_root();
     let _serial = exclusive();
-    let opts = CoordOpts {
-        policy: "gang",
-        slice_ms: 50,
-        ..CoordOpts::default()
-    };
-    let cluster = TestCluster::start(72, opts, "stop_inactive = true");
+    let cluster = TestCluster::gang_stopping(72);
     let coordinator = &cluster.coordinator;
     let dir = tempfile::tempdir().unwrap();
     let cosched = cosched_integration_tests::coord::coord_bin("cosched");

@@ -28,14 +28,7 @@ fn slot_cpu(agent: &cosched_integration_tests::agent::TestAgent, job: u32) -> (f
 fn each_job_runs_only_in_its_own_slots_and_nodes_switch_together() {
     require_root();
     let _serial = exclusive();
-    let opts = CoordOpts {
-        policy: "gang",
-        slice_ms: 50,
-        ..CoordOpts::default()
-    };
-    // Outside its slot a job is stopped (demotion to SCHED_IDLE does not
-    // cross the autogroups the launched jobs' sessions get).
-    let cluster = TestCluster::start(64, opts, "stop_inactive = true");
+    let cluster = TestCluster::gang_stopping(64);
     let coordinator = &cluster.coordinator;
     let args = fine_spin("udp", "3");
     let a = coordinator.submit_synth("a", 2, &args);

@@ -15,7 +15,7 @@ use std::{
 };
 
 use cosched_integration_tests::{
-    coord::{CoordOpts, TestCluster, coord_bin, exclusive, state, wait_until},
+    coord::{TestCluster, coord_bin, exclusive, state, wait_until},
     proc::{seen_stopped_and_running, state_of},
     require_root,
     users::{Groups, OTHER, USER, as_user},
@@ -63,12 +63,7 @@ fn open_to_users(dir: &Path, mode: u32) {
 fn a_user_attaches_their_own_job_and_only_they_or_root_may_end_it() {
     require_root();
     let _serial = exclusive();
-    let opts = CoordOpts {
-        policy: "gang",
-        slice_ms: 50,
-        ..CoordOpts::default()
-    };
-    let cluster = TestCluster::start(74, opts, "stop_inactive = true");
+    let cluster = TestCluster::gang_stopping(74);
     let coordinator = &cluster.coordinator;
     // The sockets' directories must be reachable for the users.
     open_to_users(coordinator.dir.path(), 0o755);

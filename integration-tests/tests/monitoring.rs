@@ -15,7 +15,7 @@ use std::{
 };
 
 use cosched_integration_tests::{
-    coord::{CoordOpts, TestCluster, exclusive, state},
+    coord::{TestCluster, exclusive, state},
     free_port,
     netns::in_namespace,
     require_root,
@@ -210,12 +210,7 @@ fn prometheus_runs_the_rules_and_every_dashboard_query_against_real_daemons() {
     );
 
     let _serial = exclusive();
-    let opts = CoordOpts {
-        policy: "gang",
-        slice_ms: 50,
-        ..CoordOpts::default()
-    };
-    let mut cluster = TestCluster::start(91, opts, "stop_inactive = true");
+    let mut cluster = TestCluster::gang_stopping(91);
     let coordinator = &cluster.coordinator;
     let (agents, nodes) = (&cluster.agents, &cluster.nodes);
     let targets = [
