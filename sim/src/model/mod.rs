@@ -133,6 +133,9 @@ pub struct Counters {
     /// Interruptions by other work, and their CPU time.
     pub noise: u64,
     pub noise_ns: Ns,
+    /// Interruptions that did not happen because a real-time task held
+    /// the CPU.
+    pub noise_held_off: u64,
 }
 
 pub struct Cluster {
