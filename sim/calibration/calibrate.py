@@ -4,8 +4,9 @@ results in docs/results/local.json and gang.json) with cosched-sim on the
 machine parameters of machine.toml, and compares slowdowns cell by cell.
 
     python3 sim/calibration/calibrate.py [--sim target/release/cosched-sim]
-        [--seeds 3] [--only WORKLOAD,...] [--out docs/results/sim/calibration.json]
-        [--markdown]
+        [--seeds 5] [--only WORKLOAD,...] [--policies POLICY,...]
+        [--out docs/results/sim/calibration.json]
+    python3 sim/calibration/calibrate.py --table docs/results/sim/calibration.json
 
 Jobs are the benches' synthetic jobs (xtask/src/bench/local/workloads.rs):
 the same compute, I/O and receive mode; every job runs the whole window, as
