@@ -169,7 +169,6 @@ fn workload(cli: &Cli, config: &SimConfig) -> Result<Vec<JobSpec>> {
         recv: parse_enum::<RecvMode>("receive mode", &cli.recv)?,
         message_bytes: cli.message_bytes,
         compute_jitter: cli.jitter,
-        ..JobShape::default()
     };
     let nodes = config.cluster.nodes;
     let from_json = match &cli.jobs_json {
