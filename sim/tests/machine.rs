@@ -7,6 +7,8 @@ mod support;
 
 use cosched_policy::local::PolicyKind;
 use cosched_sim::config::{GlobalMode, TickPhase};
+use cosched_sim::executive::{Calendar, Executive, Model};
+use cosched_sim::model::{Cluster, SimEvent};
 use cosched_sim::progress_over;
 use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
 use support::{MS, US, config, response, run};
@@ -72,21 +74,36 @@ fn other_work_takes_cpu_time_from_a_lone_compute_job() {
 
 #[test]
 fn other_work_does_not_interrupt_a_boosted_task() {
-    // DCS boosts (SCHED_FIFO) a spinning receiver a message arrives for;
-    // frequent interruptions on every CPU hit some boosted stretches, and
-    // those wait: normal-priority work cannot preempt a real-time task.
+    // Run two spinning rings under DCS until a boosted (SCHED_FIFO) rank
+    // holds a CPU, then let other work arrive on that CPU: normal-priority
+    // work cannot preempt a real-time task, so the rank keeps the CPU.
     let mut cfg = config(2, GlobalMode::Local, PolicyKind::Dcs);
-    cfg.cluster.noise_per_s = 5000.0;
+    cfg.sched.local.dcs.end_on_wait = false;
     cfg.cluster.noise_ns = 20 * US;
     let jobs = vec![
         JobSpec::simple(0, 0, 2, 400, 200 * US, Pattern::Ring),
         JobSpec::simple(1, 0, 2, 400, 200 * US, Pattern::Ring),
     ];
-    let ex = run(cfg, jobs);
-    let c = ex.model.counters;
-    assert!(c.level_changes > 0, "DCS boosted");
-    assert!(c.noise > 0, "time-sharing stretches were interrupted");
-    assert!(c.noise_held_off > 0, "boosted stretches were not");
+    let mut calendar = Calendar::default();
+    let model = Cluster::new(cfg, jobs, &mut calendar).expect("valid set-up");
+    let mut ex = Executive::from_parts(model, calendar);
+    let boosted_on_cpu = |m: &Cluster| {
+        m.tasks
+            .iter()
+            .position(|t| t.effective.is_boost() && t.on_cpu.is_some())
+    };
+    ex.run_while(|m, _| boosted_on_cpu(m).is_none() && !m.all_done());
+    let t = boosted_on_cpu(&ex.model).expect("DCS boosted a rank that runs");
+    let (node, cpu) = (ex.model.tasks[t].node, ex.model.tasks[t].on_cpu.unwrap());
+    ex.model
+        .bound(SimEvent::Noise { node, cpu }, &mut ex.calendar);
+    assert_eq!(ex.model.counters.noise_held_off, 1);
+    assert_eq!(ex.model.counters.noise, 0);
+    assert_eq!(
+        ex.model.tasks[t].on_cpu,
+        Some(cpu),
+        "the boosted rank kept its CPU"
+    );
 }
 
 #[test]

@@ -11,8 +11,10 @@ use super::{Calendar, Cluster, SimEvent, cal_noise, noise_gap};
 
 impl Cluster {
     pub(super) fn noise(&mut self, node: u32, cpu: u32, cal: &mut Calendar<SimEvent>) {
-        let gap = noise_gap(&self.config.cluster, &mut self.rng);
-        cal_noise(cal, self.now + gap, node, cpu);
+        if self.config.cluster.noise_per_s > 0.0 {
+            let gap = noise_gap(&self.config.cluster, &mut self.rng);
+            cal_noise(cal, self.now.saturating_add(gap), node, cpu);
+        }
         let c = &self.nodes[node as usize].cpus[cpu as usize];
         if c.noise {
             return;
@@ -25,6 +27,7 @@ impl Cluster {
                 Class::RealTime(_)
             )
         {
+            self.counters.noise_held_off += 1;
             return;
         }
         self.account(node, cpu);
