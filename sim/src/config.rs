@@ -17,16 +17,38 @@ pub struct ClusterParams {
     pub cpus_per_node: u32,
     /// CPU time lost when a CPU switches to another task.
     pub context_switch_ns: Ns,
-    /// Time slice of time-sharing tasks (CFS slice / Solaris quantum).
+    /// Time slice of time-sharing tasks (CFS slice / Solaris quantum; with
+    /// a tick, EEVDF's base slice: a task is preempted at the first tick
+    /// after it has run this long).
     pub quantum_ns: Ns,
+    /// Period of the scheduler tick (Linux: 1/HZ); 0: slices end exactly
+    /// after `quantum_ns`. A running time-sharing task is only preempted for
+    /// an equal one at a tick, as the kernel checks slices there.
+    pub tick_ns: Ns,
+    /// Where each node's ticks fall.
+    pub tick_phase: TickPhase,
+    /// Other work that interrupts a CPU (kernel threads, daemons,
+    /// interrupts): Poisson arrivals per second and CPU; 0: none.
+    pub noise_per_s: f64,
+    /// CPU time each interruption takes; the interrupted time-sharing task
+    /// is switched out and the scheduler picks again afterwards (a
+    /// real-time task is not interrupted).
+    pub noise_ns: Ns,
+    /// Seed of the tick phases and the noise.
+    pub seed: u64,
     /// A woken task preempts a time-sharing task that has run this much more
     /// (virtual time) than it (CFS wakeup granularity).
     pub wakeup_granularity_ns: Ns,
     /// A task woken from a blocking receive or I/O gets at most this much
     /// virtual-time credit over the node's least-run task.
     pub sleeper_credit_ns: Ns,
-    /// From a message's arrival to a blocked receiver being runnable.
+    /// From a message's arrival (or an I/O's completion) to a blocked task
+    /// being runnable.
     pub wakeup_latency_ns: Ns,
+    /// CPU time lost before a woken sleeper runs when its CPU was idle
+    /// (halted: a virtual CPU exits to the hypervisor and back), counted
+    /// with the context switch.
+    pub idle_wakeup_ns: Ns,
     /// CPU time to send one message (compose, hand to the NIC).
     pub send_overhead_ns: Ns,
     /// CPU time to receive one message (decompose).
@@ -47,9 +69,15 @@ impl Default for ClusterParams {
             cpus_per_node: 1,
             context_switch_ns: 5_000,
             quantum_ns: 4_000_000,
+            tick_ns: 0,
+            tick_phase: TickPhase::Aligned,
+            noise_per_s: 0.0,
+            noise_ns: 0,
+            seed: 1,
             wakeup_granularity_ns: 1_000_000,
             sleeper_credit_ns: 3_000_000,
             wakeup_latency_ns: 10_000,
+            idle_wakeup_ns: 0,
             send_overhead_ns: 2_000,
             recv_overhead_ns: 2_000,
             net_latency_ns: 20_000,
@@ -57,6 +85,19 @@ impl Default for ClusterParams {
             agent_delay_ns: 20_000,
         }
     }
+}
+
+/// The phase of the nodes' scheduler ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TickPhase {
+    /// Every node ticks at the same instants (the CPUs of one machine:
+    /// Linux aligns the per-CPU ticks unless booted with `skew_tick=1`).
+    #[default]
+    Aligned,
+    /// Each node's ticks are offset by its own random phase (separate
+    /// machines).
+    Random,
 }
 
 impl ClusterParams {

@@ -9,9 +9,10 @@ use crate::executive::{Calendar, Executive, Ns};
 use crate::model::{Cluster, SetupError};
 use crate::workload::JobSpec;
 
-/// Runs `spec` alone and returns its run time.
-pub fn dedicated_ns(spec: &JobSpec, cluster: &ClusterParams) -> Result<Ns, SetupError> {
-    let config = SimConfig {
+/// The configuration of `spec`'s dedicated run: as many nodes as it needs,
+/// no coordinator, the baseline local policy.
+pub fn dedicated_config(spec: &JobSpec, cluster: &ClusterParams) -> SimConfig {
+    SimConfig {
         cluster: ClusterParams {
             nodes: spec.nodes.max(1),
             ..cluster.clone()
@@ -22,7 +23,12 @@ pub fn dedicated_ns(spec: &JobSpec, cluster: &ClusterParams) -> Result<Ns, Setup
             local: LocalPolicyConfig::for_kind(PolicyKind::Local),
             ..SchedParams::default()
         },
-    };
+    }
+}
+
+/// Runs `spec` alone and returns its run time.
+pub fn dedicated_ns(spec: &JobSpec, cluster: &ClusterParams) -> Result<Ns, SetupError> {
+    let config = dedicated_config(spec, cluster);
     let alone = JobSpec {
         arrival: 0,
         ..spec.clone()

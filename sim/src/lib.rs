@@ -21,4 +21,4 @@ pub mod workload;
 
 pub use config::{ClusterParams, GlobalMode, SchedParams, SimConfig};
 pub use metrics::Report;
-pub use run::{RunOptions, simulate};
+pub use run::{JobProgress, RunOptions, progress_over, simulate};

@@ -66,6 +66,9 @@ pub struct CpuShares {
     pub messaging_overhead: f64,
     pub spinning: f64,
     pub context_switch: f64,
+    /// Other work (the noise interruptions).
+    #[serde(default)]
+    pub other_work: f64,
     pub idle: f64,
 }
 
@@ -88,6 +91,8 @@ pub struct SimCounters {
     pub policy_events: u64,
     pub level_changes: u64,
     pub slices: u64,
+    #[serde(default)]
+    pub noise: u64,
 }
 
 /// Wall-clock performance of the run (not deterministic).
@@ -184,7 +189,9 @@ pub fn report(
         messaging_overhead: share(overhead),
         spinning: share(spin),
         context_switch: share(switching),
-        idle: (1.0 - share(compute + overhead + spin + switching)).max(0.0),
+        other_work: share(cluster.counters.noise_ns),
+        idle: (1.0 - share(compute + overhead + spin + switching + cluster.counters.noise_ns))
+            .max(0.0),
     };
     let mut by_kind: BTreeMap<String, Vec<&JobRecord>> = BTreeMap::new();
     for r in &records {
@@ -238,6 +245,7 @@ pub fn report(
             policy_events: k.policy_events,
             level_changes: k.level_changes,
             slices: k.slices,
+            noise: k.noise,
         },
         performance: None,
         job_records: records,

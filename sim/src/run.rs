@@ -3,9 +3,11 @@
 
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::SimConfig;
-use crate::dedicated::dedicated_ns;
-use crate::executive::{Calendar, Executive};
+use crate::dedicated::{dedicated_config, dedicated_ns};
+use crate::executive::{Calendar, Executive, Ns};
 use crate::metrics::{Performance, Report, peak_rss_kib, report};
 use crate::model::{Cluster, SetupError};
 use crate::progress::Progress;
@@ -89,4 +91,77 @@ fn dedicated_times(jobs: &[JobSpec], config: &SimConfig) -> Result<Vec<u64>, Set
         }
         Ok(all)
     })
+}
+
+/// A job's progress over a fixed window (how `bench local` and `bench gang`
+/// measure: every job runs the whole window, slowdown = dedicated rate ÷
+/// shared rate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobProgress {
+    pub id: u64,
+    pub kind: String,
+    /// Iterations per second, averaged over the job's tasks.
+    pub iterations_per_s: f64,
+    /// The same, the job alone on the cluster.
+    pub dedicated_iterations_per_s: f64,
+    pub slowdown: f64,
+}
+
+/// Runs `jobs` together for `window` of simulated time and each alone for
+/// the same window, and reports every job's iteration rates.
+pub fn progress_over(
+    config: &SimConfig,
+    jobs: &[JobSpec],
+    window: Ns,
+) -> Result<Vec<JobProgress>, SetupError> {
+    let shared = rates(config, jobs.to_vec(), window)?;
+    let mut out = Vec::with_capacity(jobs.len());
+    for (spec, rate) in jobs.iter().zip(shared) {
+        let alone = JobSpec {
+            arrival: 0,
+            ..spec.clone()
+        };
+        let dedicated = rates(
+            &dedicated_config(spec, &config.cluster),
+            vec![alone],
+            window,
+        )?[0];
+        out.push(JobProgress {
+            id: spec.id,
+            kind: spec.kind.clone(),
+            iterations_per_s: rate,
+            dedicated_iterations_per_s: dedicated,
+            slowdown: if rate > 0.0 {
+                dedicated / rate
+            } else {
+                f64::INFINITY
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Iterations per second of each job over `[arrival, window)`.
+fn rates(config: &SimConfig, jobs: Vec<JobSpec>, window: Ns) -> Result<Vec<f64>, SetupError> {
+    let mut calendar = Calendar::default();
+    let model = Cluster::new(config.clone(), jobs, &mut calendar)?;
+    let mut ex = Executive::from_parts(model, calendar);
+    ex.run_while(|model, _| model.now() < window && !model.all_done());
+    let m = &ex.model;
+    Ok(m.jobs
+        .iter()
+        .map(|run| {
+            let Some(start) = run.start else { return 0.0 };
+            let span = window.min(run.end.unwrap_or(window)).saturating_sub(start);
+            if run.tasks.is_empty() || span == 0 {
+                return 0.0;
+            }
+            let done: u64 = run
+                .tasks
+                .iter()
+                .map(|&t| u64::from(m.tasks[t as usize].iteration))
+                .sum();
+            done as f64 / run.tasks.len() as f64 / (span as f64 / 1e9)
+        })
+        .collect())
 }

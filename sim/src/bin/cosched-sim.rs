@@ -75,6 +75,9 @@ struct Cli {
     comm_fraction: f64,
     #[arg(long, default_value_t = 0.2)]
     io_fraction: f64,
+    /// Share of an I/O job's iteration spent in I/O (off the CPU).
+    #[arg(long, default_value_t = 0.5)]
+    io_share: f64,
     /// none, ring, nearest-neighbour, all-to-all.
     #[arg(long, default_value = "nearest-neighbour")]
     pattern: String,
@@ -101,6 +104,23 @@ struct Cli {
     /// Report wall time, events/s and peak memory.
     #[arg(long)]
     perf: bool,
+    /// Measure like `bench local` / `bench gang` instead: run every job for
+    /// this long (together, then each alone) and report iteration rates
+    /// and rate slowdowns per job.
+    #[arg(long)]
+    window_ms: Option<f64>,
+    /// Seed of the nodes' tick phases and noise (default: `[cluster] seed`).
+    #[arg(long)]
+    cluster_seed: Option<u64>,
+}
+
+/// One configuration's rates over `--window-ms`.
+#[derive(Debug, serde::Serialize)]
+struct ProgressReport {
+    label: String,
+    config: SimConfig,
+    window_s: f64,
+    jobs: Vec<cosched_sim::JobProgress>,
 }
 
 fn parse_enum<T: serde::de::DeserializeOwned>(what: &str, value: &str) -> Result<T> {
@@ -133,6 +153,9 @@ fn base_config(cli: &Cli) -> Result<SimConfig> {
         config.cluster.quantum_ns = (ms * 1e6) as u64;
     }
     config.sched.stop_inactive |= cli.stop_inactive;
+    if let Some(seed) = cli.cluster_seed {
+        config.cluster.seed = seed;
+    }
     Ok(config)
 }
 
@@ -141,11 +164,11 @@ fn workload(cli: &Cli, config: &SimConfig) -> Result<Vec<JobSpec>> {
         granularity_ns: (cli.granularity_ms * 1e6) as u64,
         comm_fraction: cli.comm_fraction,
         io_fraction: cli.io_fraction,
+        io_share: cli.io_share,
         pattern: parse_enum::<Pattern>("pattern", &cli.pattern)?,
         recv: parse_enum::<RecvMode>("receive mode", &cli.recv)?,
         message_bytes: cli.message_bytes,
         compute_jitter: cli.jitter,
-        ..JobShape::default()
     };
     let nodes = config.cluster.nodes;
     let from_json = match &cli.jobs_json {
@@ -212,30 +235,36 @@ fn main() -> Result<()> {
     let progress = cli
         .progress
         .unwrap_or_else(|| std::io::stderr().is_terminal());
-    let mut reports = Vec::new();
-    for global in cli.global.split(',').map(str::trim) {
-        let global: GlobalMode = global.parse().map_err(anyhow::Error::msg)?;
-        for local in cli.local.split(',').map(str::trim) {
-            let kind: PolicyKind = local.parse()?;
-            let mut config = base.clone();
-            config.sched.global = global;
-            config.sched.local.kind = kind;
-            let label = format!("{}/{}", cli_name(global), kind);
-            if progress {
-                eprintln!(
-                    "{label}: {} jobs on {} nodes",
-                    jobs.len(),
-                    config.cluster.nodes
-                );
-            }
-            let options = RunOptions {
+    if let Some(ms) = cli.window_ms {
+        let window = (ms * 1e6) as u64;
+        let mut out = Vec::new();
+        for (label, config) in configurations(&cli, &base)? {
+            let jobs = cosched_sim::progress_over(&config, &jobs, window)?;
+            out.push(ProgressReport {
                 label,
-                progress,
-                job_records: cli.job_records || cli.svg.is_some(),
-                performance: cli.perf,
-            };
-            reports.push(simulate(&config, jobs.clone(), &options)?);
+                config,
+                window_s: window as f64 / 1e9,
+                jobs,
+            });
         }
+        return write_json(&cli, &out);
+    }
+    let mut reports = Vec::new();
+    for (label, config) in configurations(&cli, &base)? {
+        if progress {
+            eprintln!(
+                "{label}: {} jobs on {} nodes",
+                jobs.len(),
+                config.cluster.nodes
+            );
+        }
+        let options = RunOptions {
+            label,
+            progress,
+            job_records: cli.job_records || cli.svg.is_some(),
+            performance: cli.perf,
+        };
+        reports.push(simulate(&config, jobs.clone(), &options)?);
     }
     if let Some(path) = &cli.svg {
         std::fs::write(path, svg::slowdown_cdf(&reports))
@@ -246,7 +275,27 @@ fn main() -> Result<()> {
             }
         }
     }
-    let json = serde_json::to_string_pretty(&reports)?;
+    write_json(&cli, &reports)
+}
+
+/// Every (global, local) pair asked for, labelled.
+fn configurations(cli: &Cli, base: &SimConfig) -> Result<Vec<(String, SimConfig)>> {
+    let mut out = Vec::new();
+    for global in cli.global.split(',').map(str::trim) {
+        let global: GlobalMode = global.parse().map_err(anyhow::Error::msg)?;
+        for local in cli.local.split(',').map(str::trim) {
+            let kind: PolicyKind = local.parse()?;
+            let mut config = base.clone();
+            config.sched.global = global;
+            config.sched.local.kind = kind;
+            out.push((format!("{}/{}", cli_name(global), kind), config));
+        }
+    }
+    Ok(out)
+}
+
+fn write_json<T: serde::Serialize>(cli: &Cli, value: &T) -> Result<()> {
+    let json = serde_json::to_string_pretty(value)?;
     match &cli.out {
         Some(path) => std::fs::write(path, json + "\n")
             .with_context(|| format!("writing {}", path.display()))?,

@@ -21,6 +21,8 @@ pub struct Cpu {
     pub slice_start: Ns,
     pub token: u64,
     pub need_resched: bool,
+    /// Other work holds the CPU (an interruption, see `noise.rs`).
+    pub noise: bool,
 }
 
 impl Cluster {
@@ -73,12 +75,29 @@ impl Cluster {
         let contested = best_waiting == Some(class);
         match class {
             Class::RealTime(_) => Ns::MAX,
-            Class::Fair | Class::Idle if contested => c
-                .slice_start
-                .saturating_add(self.config.cluster.quantum_ns)
-                .max(self.now),
+            Class::Fair | Class::Idle if contested => self.tick_at_or_after(
+                node,
+                c.slice_start
+                    .saturating_add(self.config.cluster.quantum_ns)
+                    .max(self.now),
+            ),
             Class::Fair | Class::Idle => Ns::MAX,
         }
+    }
+
+    /// The first scheduler tick of `node` at or after `t` (`t` itself
+    /// without a tick).
+    pub(super) fn tick_at_or_after(&self, node: u32, t: Ns) -> Ns {
+        let tick = self.config.cluster.tick_ns;
+        if tick == 0 || t == Ns::MAX {
+            return t;
+        }
+        let phase = self.nodes[node as usize].tick_phase;
+        if t <= phase {
+            return phase;
+        }
+        let k = (t - phase).div_ceil(tick);
+        phase.saturating_add(k.saturating_mul(tick))
     }
 
     /// Sets every CPU's slice end of `node` for the tasks waiting now.

@@ -18,7 +18,7 @@ impl Cluster {
         let woken = std::mem::take(&mut self.nodes[node as usize].woken);
         for cpu in 0..self.nodes[node as usize].cpus.len() as u32 {
             let c = &self.nodes[node as usize].cpus[cpu as usize];
-            if c.incoming.is_some() {
+            if c.incoming.is_some() || c.noise {
                 continue;
             }
             let (current, resched) = (c.running, c.need_resched);
@@ -101,12 +101,20 @@ impl Cluster {
     fn start_switch(&mut self, node: u32, cpu: u32, t: TaskIdx, cal: &mut Calendar<SimEvent>) {
         let cost = {
             let c = &self.nodes[node as usize].cpus[cpu as usize];
-            if c.last == Some(t) {
+            let params = &self.config.cluster;
+            let switch = if c.last == Some(t) {
                 0
             } else {
-                self.config.cluster.context_switch_ns
-            }
+                params.context_switch_ns
+            };
+            let wake = if self.tasks[t as usize].idle_wake {
+                params.idle_wakeup_ns
+            } else {
+                0
+            };
+            switch + wake
         };
+        self.tasks[t as usize].idle_wake = false;
         self.tasks[t as usize].incoming = true;
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         c.incoming = Some(t);

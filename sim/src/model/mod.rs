@@ -13,6 +13,7 @@ mod bridge;
 mod cpu;
 mod dispatch;
 mod frontend;
+mod noise;
 mod program;
 pub mod task;
 
@@ -24,8 +25,9 @@ use cosched_policy::global::{
 };
 use cosched_policy::local::{Action, LocalPolicy, build_policy};
 
-use crate::config::{GlobalMode, SimConfig};
+use crate::config::{ClusterParams, GlobalMode, SimConfig, TickPhase};
 use crate::executive::{Calendar, Model, Ns};
+use crate::rng::Rng;
 use crate::workload::JobSpec;
 pub use cpu::Cpu;
 use task::{Task, TaskIdx};
@@ -69,6 +71,16 @@ pub enum SimEvent {
     SliceSwitch {
         token: u64,
     },
+    /// Other work interrupts a CPU (see [`ClusterParams::noise_per_s`]).
+    Noise {
+        node: u32,
+        cpu: u32,
+    },
+    /// The interruption is over.
+    NoiseEnd {
+        node: u32,
+        cpu: u32,
+    },
 }
 
 /// A job while it is in the system.
@@ -98,6 +110,8 @@ pub struct Node {
     pub woken: bool,
     /// The receive DMA engine is busy until then.
     pub nic_free_at: Ns,
+    /// The node's scheduler ticks at `tick_phase + k × tick_ns`.
+    pub tick_phase: Ns,
 }
 
 /// The global scheduler's rotation.
@@ -116,6 +130,12 @@ pub struct Counters {
     pub policy_events: u64,
     pub level_changes: u64,
     pub slices: u64,
+    /// Interruptions by other work, and their CPU time.
+    pub noise: u64,
+    pub noise_ns: Ns,
+    /// Interruptions that did not happen because a real-time task held
+    /// the CPU.
+    pub noise_held_off: u64,
 }
 
 pub struct Cluster {
@@ -137,6 +157,8 @@ pub struct Cluster {
     rt_seq: u64,
     action_buf: Vec<Action>,
     now: Ns,
+    /// Draws the noise (in event order, so a run stays deterministic).
+    rng: Rng,
 }
 
 /// A configuration the simulator cannot run.
@@ -163,8 +185,13 @@ impl Cluster {
         if c.nodes == 0 || c.cpus_per_node == 0 {
             return Err(SetupError::Empty);
         }
+        let mut rng = Rng::new(c.seed);
         let mut nodes = Vec::with_capacity(c.nodes as usize);
         for _ in 0..c.nodes {
+            let tick_phase = match c.tick_phase {
+                TickPhase::Random if c.tick_ns > 0 => rng.next_u64() % c.tick_ns,
+                _ => 0,
+            };
             nodes.push(Node {
                 cpus: (0..c.cpus_per_node).map(|_| Cpu::default()).collect(),
                 tasks: Vec::new(),
@@ -176,7 +203,16 @@ impl Cluster {
                 dirty: false,
                 woken: false,
                 nic_free_at: 0,
+                tick_phase,
             });
+        }
+        if c.noise_per_s > 0.0 {
+            for node in 0..c.nodes {
+                for cpu in 0..c.cpus_per_node {
+                    let at = noise_gap(c, &mut rng);
+                    cal_noise(calendar, at, node, cpu);
+                }
+            }
         }
         let s = &config.sched;
         let mut matrix_config = MatrixConfig::gang(c.nodes as usize);
@@ -232,6 +268,7 @@ impl Cluster {
             rt_seq: 0,
             action_buf: Vec::new(),
             now: 0,
+            rng,
         })
     }
 
@@ -253,6 +290,15 @@ impl Cluster {
     }
 }
 
+/// Time to the next interruption of a CPU (exponential: Poisson arrivals).
+fn noise_gap(c: &ClusterParams, rng: &mut Rng) -> Ns {
+    (rng.exponential(1e9 / c.noise_per_s).round() as Ns).max(1)
+}
+
+fn cal_noise(cal: &mut Calendar<SimEvent>, at: Ns, node: u32, cpu: u32) {
+    cal.at(at, SimEvent::Noise { node, cpu });
+}
+
 impl Model for Cluster {
     type Event = SimEvent;
 
@@ -268,6 +314,8 @@ impl Model for Cluster {
             SimEvent::Wakeup(task) => self.wakeup(task, cal),
             SimEvent::Tick { node, token } => self.tick(node, token, cal),
             SimEvent::ApplyLevel { task, level } => self.apply_level(task, level, cal),
+            SimEvent::Noise { node, cpu } => self.noise(node, cpu, cal),
+            SimEvent::NoiseEnd { node, cpu } => self.noise_end(node, cpu),
             SimEvent::SliceSwitch { token } => {
                 if token == self.slice_token {
                     self.slice_switch(cal);

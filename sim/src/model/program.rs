@@ -36,8 +36,10 @@ impl Cluster {
                     let task = &mut self.tasks[t as usize];
                     task.phase = Phase::Send(0);
                     if io > 0 {
+                        // The sleeper is runnable a wakeup latency after
+                        // its I/O completes, like a woken receiver.
                         task.activity = Activity::Sleeping(Sleep::Io);
-                        cal.after(io, SimEvent::IoDone(t));
+                        cal.after(io + params.wakeup_latency_ns, SimEvent::IoDone(t));
                         return;
                     }
                 }
@@ -205,6 +207,17 @@ impl Cluster {
         );
     }
 
+    /// A sleeper woke: if a CPU of its node has nothing to do, that CPU
+    /// was halted and must be woken first (`idle_wakeup_ns`).
+    fn note_idle_wake(&mut self, t: TaskIdx) {
+        let node = self.tasks[t as usize].node;
+        let idle = self.nodes[node as usize]
+            .cpus
+            .iter()
+            .any(|c| c.running.is_none() && c.incoming.is_none() && !c.noise);
+        self.tasks[t as usize].idle_wake = idle;
+    }
+
     /// A task became runnable after sleeping: CFS places it near the node's
     /// least-run task (sleeper credit).
     pub(super) fn place_woken(&mut self, t: TaskIdx) {
@@ -251,6 +264,7 @@ impl Cluster {
             return;
         }
         self.place_woken(t);
+        self.note_idle_wake(t);
         self.advance(t, cal);
         self.task_changed(t, cal);
     }
@@ -300,6 +314,7 @@ impl Cluster {
         }
         task.activity = Activity::Woken;
         self.place_woken(t);
+        self.note_idle_wake(t);
         self.task_changed(t, cal);
     }
 
