@@ -261,6 +261,13 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             Some(event) = recv_opt(&mut link_rx) => Wake::Link(event),
             _ = tokio::time::sleep_until(next_poll) => Wake::Poll,
         };
+        // A due slice switch is acted on first: the incoming job's
+        // SIGCONT must not wait for the records below. A task forked since
+        // the last pass is then realised when its record is taken, under
+        // the new slice.
+        if let Wake::Switch(token) = woke {
+            d.on_switch_due(token);
+        }
         // Records queued without a wakeup (forks, exits, batches) and
         // records that came while the last pass ran are taken now, whatever
         // woke the loop. Reading an empty ring costs no system call.
@@ -271,7 +278,8 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             Wake::Request(req, reply) => d.handle(req, reply),
             Wake::UserRequest(req, peer, reply) => d.handle_user(req, peer, reply),
             Wake::Internal(msg) => d.on_internal(msg),
-            Wake::Switch(token) => d.on_switch_due(token),
+            // Acted on before the drain.
+            Wake::Switch(_) => {}
             Wake::Link(event) => d.on_link_event(event),
             Wake::Poll => d.poll(),
             Wake::Ring | Wake::PolicyTick | Wake::Record => {}

@@ -171,9 +171,8 @@ impl<K: Kernel> Engine<K> {
             self.decide_classes(now, None);
             // Leaving a mode (or changing it) may leave tasks the overlay
             // no longer holds: every task is realised again.
-            for tid in self.reg.task_ids() {
-                self.realize(tid, None);
-            }
+            let tids = self.reg.task_ids();
+            self.realize_all(&tids, None);
         }
     }
 
@@ -265,9 +264,7 @@ impl<K: Kernel> Engine<K> {
             })
             .map(|(t, _)| t)
             .collect();
-        for tid in tids {
-            self.realize(tid, None);
-        }
+        self.realize_all(&tids, None);
     }
 
     /// The level the class overlay gives a task the policy wants at

@@ -5,22 +5,25 @@ use std::io;
 
 use crate::{cpu_group::CpuGroups, kernel::Kernel, restore::RestoreLedger};
 
-use super::plan::{GroupNice, KernelOp, Realisation, Target};
+use super::plan::{GroupNice, KernelOp, Realisation, Target, TaskPlan};
 
-/// Applies `ops` to `tid` in order and stops at the first failure. Each op
-/// that succeeds is recorded in `state` at once (a cgroup move or watch flags
-/// that went through stay known even when a later op fails); the level
-/// becomes `target`'s only when every op succeeded, so a failed change is
-/// tried again at the next realisation.
+/// Applies `plan`'s ops to its task in order and stops at the first
+/// failure. Each op that succeeds is recorded in `state` at once (a cgroup
+/// move or watch flags that went through stay known even when a later op
+/// fails); the level becomes `target`'s only when every op succeeded, so a
+/// failed change is tried again at the next realisation. Stop and Cont
+/// signal the task's process (a signal stops or continues a whole thread
+/// group; [`super::plan::signal_each_process_once`] decides which task of
+/// a process carries it).
 pub fn execute<K: Kernel>(
     k: &mut K,
     ledger: &mut RestoreLedger,
     groups: Option<&CpuGroups>,
-    tid: u32,
-    ops: &[KernelOp],
+    plan: &TaskPlan,
     state: &mut Realisation,
     target: &Target,
 ) -> io::Result<()> {
+    let (tid, tgid) = (plan.tid, plan.tgid);
     // Whether the task has an autogroup, read once per plan.
     let mut autogroup: Option<bool> = None;
     let mut has_autogroup = |k: &K| -> io::Result<bool> {
@@ -29,7 +32,7 @@ pub fn execute<K: Kernel>(
         }
         Ok(autogroup == Some(true))
     };
-    for op in ops {
+    for op in &plan.ops {
         match *op {
             KernelOp::MoveCgroup(to) => {
                 let Some(groups) = groups else { continue };
@@ -50,8 +53,8 @@ pub fn execute<K: Kernel>(
                 state.attr = attr;
             }
             KernelOp::JournalStop => ledger.will_stop(k, tid)?,
-            KernelOp::Stop => k.stop(tid)?,
-            KernelOp::Cont => k.cont(tid)?,
+            KernelOp::Stop => k.stop(tgid)?,
+            KernelOp::Cont => k.cont(tgid)?,
             KernelOp::JournalGroupNice => {
                 if has_autogroup(k)? {
                     ledger.will_set_group_nice(k, tid)?;

@@ -25,10 +25,11 @@ impl<K: Kernel> Engine<K> {
             return;
         }
         self.gang = gang;
+        // Only notes the slice while a timeline recording runs.
         self.record_slice();
-        for tid in self.reg.task_ids() {
-            self.realize(tid, None);
-        }
+        // One batch: one signal per process, the incoming job's first.
+        let tids = self.reg.task_ids();
+        self.realize_all(&tids, None);
     }
 
     pub fn gang(&self) -> Option<&Gang> {

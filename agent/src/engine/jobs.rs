@@ -161,9 +161,7 @@ impl<K: Kernel> Engine<K> {
         if !taken.is_empty() {
             self.rt_process_added(job, pid);
         }
-        for &tid in &taken {
-            self.realize(tid, None);
-        }
+        self.realize_all(&taken, None);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
         Ok(taken.len() as u32)
     }

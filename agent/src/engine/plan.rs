@@ -10,6 +10,8 @@
 //!   into `idle` only after it lost it;
 //! - SIGCONT after the attributes a stopped task resumes with, so it never
 //!   runs a moment at the stopped level's predecessor.
+use std::collections::{BTreeMap, BTreeSet};
+
 use cosched_policy::{classes::DeadlineParams, local::Level};
 
 use crate::{
@@ -175,6 +177,94 @@ pub fn plan(
         ops.push(KernelOp::Watch(to.watch));
     }
     ops
+}
+
+/// One task's plan inside a batch of realisations, with the process
+/// (thread group) it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskPlan {
+    pub tid: u32,
+    pub tgid: u32,
+    pub ops: Vec<KernelOp>,
+}
+
+impl TaskPlan {
+    fn has(&self, op: KernelOp) -> bool {
+        self.ops.contains(&op)
+    }
+}
+
+/// SIGSTOP and SIGCONT act on a whole process: one signal to it stops or
+/// continues all its threads (and each redundant one wakes them all
+/// again). So a batch sends at most one per process, carried by the last
+/// of its tasks that needs it: every other task of the process has written
+/// its journal entry (before a stop) or got its attributes (before a
+/// continue) by then, and is realised at its level through that one signal.
+///
+/// - A process the agent already holds stopped (`held_stopped`: one of
+///   its tasks is realised at [`Level::Stop`]) gets no SIGSTOP for a task
+///   of it found later: the whole group is stopped already.
+/// - A process one of whose tasks must run again in this batch is
+///   continued and not stopped, whatever its other tasks want: a signal
+///   cannot stop one thread of a process and let another run, and a task
+///   meant to run must never be left stopped.
+/// - Processes are told apart by their tgid only: a child forked (or a
+///   program exec'd in a new process) is a process of its own and gets its
+///   own signal; an exec keeps the tgid.
+///
+/// Returns the processes signalled, with the index of the plan carrying
+/// each signal.
+pub fn signal_each_process_once(
+    plans: &mut [TaskPlan],
+    held_stopped: &BTreeSet<u32>,
+) -> Vec<(u32, usize)> {
+    let mut carrier: BTreeMap<u32, (KernelOp, usize)> = BTreeMap::new();
+    for (i, p) in plans.iter().enumerate() {
+        if p.has(KernelOp::Cont) {
+            carrier.insert(p.tgid, (KernelOp::Cont, i));
+        } else if p.has(KernelOp::Stop) && !held_stopped.contains(&p.tgid) {
+            match carrier.get(&p.tgid) {
+                Some((KernelOp::Cont, _)) => {}
+                _ => {
+                    carrier.insert(p.tgid, (KernelOp::Stop, i));
+                }
+            }
+        }
+    }
+    for (i, p) in plans.iter_mut().enumerate() {
+        for op in [KernelOp::Stop, KernelOp::Cont] {
+            if p.has(op) && carrier.get(&p.tgid) != Some(&(op, i)) {
+                p.ops.retain(|o| *o != op);
+            }
+        }
+    }
+    carrier
+        .into_iter()
+        .map(|(tgid, (_, i))| (tgid, i))
+        .collect()
+}
+
+/// The order in which a batch's plans are carried out: the processes that
+/// are continued first (a slice's incoming job gets its CPU back before the
+/// agent spends time on anything else), then the others; the tasks of one
+/// process together, in the order given (so the one carrying its signal
+/// comes last among those that need it).
+pub fn execution_order(plans: &[TaskPlan]) -> Vec<usize> {
+    let continued: BTreeSet<u32> = plans
+        .iter()
+        .filter(|p| p.has(KernelOp::Cont))
+        .map(|p| p.tgid)
+        .collect();
+    let mut first: BTreeMap<u32, usize> = BTreeMap::new();
+    for (i, p) in plans.iter().enumerate() {
+        first.entry(p.tgid).or_insert(i);
+    }
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|&i| {
+        let tgid = plans[i].tgid;
+        (!continued.contains(&tgid), first[&tgid])
+    });
+    order
 }
 
 #[cfg(test)]
@@ -442,5 +532,109 @@ mod tests {
         let a = level_attr(Level::Boost { prio: 99 }, &base(), PRIO);
         assert_eq!((a.policy, a.priority), (SchedPolicy::Fifo, PRIO - 1));
         assert_ne!(a.flags & FLAG_RESET_ON_FORK, 0);
+    }
+
+    fn task(tid: u32, tgid: u32, ops: Vec<KernelOp>) -> TaskPlan {
+        TaskPlan { tid, tgid, ops }
+    }
+
+    fn signals(plans: &[TaskPlan]) -> Vec<(u32, KernelOp)> {
+        plans
+            .iter()
+            .flat_map(|p| {
+                p.ops
+                    .iter()
+                    .filter(|o| matches!(o, Stop | Cont))
+                    .map(move |o| (p.tgid, *o))
+            })
+            .collect()
+    }
+
+    /// An OpenMPI rank (three threads) and its launcher shell leave their
+    /// slice: one SIGSTOP per process, and every thread keeps its journal
+    /// entry (a crash still continues each).
+    #[test]
+    fn a_multi_threaded_rank_leaving_its_slice_gets_one_sigstop() {
+        let mut plans = vec![
+            task(10, 10, vec![JournalStop, Stop]),
+            task(20, 20, vec![JournalStop, Stop]),
+            task(21, 20, vec![JournalStop, Stop]),
+            task(22, 20, vec![JournalStop, Stop]),
+        ];
+        let carriers = signal_each_process_once(&mut plans, &Default::default());
+        assert_eq!(signals(&plans), vec![(10, Stop), (20, Stop)]);
+        assert!(plans.iter().all(|p| p.ops.contains(&JournalStop)));
+        assert_eq!(
+            carriers,
+            vec![(10, 0), (20, 3)],
+            "the last thread carries the signal, after every journal entry"
+        );
+        assert_eq!(plans[1].ops, vec![JournalStop]);
+    }
+
+    #[test]
+    fn the_incoming_job_is_continued_once_per_process_before_the_outgoing_is_stopped() {
+        let mut plans = vec![
+            task(10, 10, vec![JournalStop, Stop]),
+            task(11, 10, vec![JournalStop, Stop]),
+            task(20, 20, vec![SetAttr(fifo10()), Cont]),
+            task(21, 20, vec![SetAttr(fifo10()), Cont]),
+        ];
+        signal_each_process_once(&mut plans, &Default::default());
+        let order = execution_order(&plans);
+        assert_eq!(order, vec![2, 3, 0, 1]);
+        assert_eq!(
+            plans[2].ops,
+            vec![SetAttr(fifo10())],
+            "every thread has its attributes before the process continues"
+        );
+        let sent: Vec<_> = order
+            .iter()
+            .flat_map(|&i| signals(std::slice::from_ref(&plans[i])))
+            .collect();
+        assert_eq!(sent, vec![(20, Cont), (10, Stop)]);
+    }
+
+    /// A thread of a process the agent holds stopped, found later (adopted
+    /// by a rescan while the job is out of its slice): the process is
+    /// stopped already, so no signal; it is realised at Stop all the same.
+    #[test]
+    fn a_thread_of_an_already_stopped_process_gets_no_signal() {
+        let mut plans = vec![task(22, 20, vec![JournalStop, Stop])];
+        signal_each_process_once(&mut plans, &[20].into());
+        assert_eq!(plans[0].ops, vec![JournalStop]);
+        // A process of its own (forked mid-slice) is stopped by its own signal.
+        let mut plans = vec![task(30, 30, vec![JournalStop, Stop])];
+        signal_each_process_once(&mut plans, &[20].into());
+        assert_eq!(signals(&plans), vec![(30, Stop)]);
+    }
+
+    /// A child forked mid-slice, then the slice ends: parent and child are
+    /// two processes, each stopped by its own SIGSTOP; after an exec the
+    /// process keeps its tgid and still gets exactly one.
+    #[test]
+    fn a_child_forked_mid_slice_gets_its_own_signal() {
+        let mut plans = vec![
+            task(20, 20, vec![JournalStop, Stop]),
+            task(21, 20, vec![JournalStop, Stop]),
+            task(40, 40, vec![JournalStop, Stop]),
+        ];
+        signal_each_process_once(&mut plans, &Default::default());
+        assert_eq!(signals(&plans), vec![(20, Stop), (40, Stop)]);
+    }
+
+    /// Threads of one process wanted at different levels in one batch (a
+    /// spin-block stop of one thread as its job's slice begins): a signal
+    /// acts on the whole process, and a thread meant to run must not stay
+    /// stopped, so the process is continued and not stopped.
+    #[test]
+    fn a_process_with_a_thread_that_must_run_is_continued_not_stopped() {
+        let mut plans = vec![
+            task(20, 20, vec![JournalStop, Stop]),
+            task(21, 20, vec![Cont]),
+            task(22, 20, vec![Cont]),
+        ];
+        signal_each_process_once(&mut plans, &[20].into());
+        assert_eq!(signals(&plans), vec![(20, Cont)]);
     }
 }

@@ -2,11 +2,13 @@
 //! flags), the plan from how it is realised now, the executor, and the
 //! accounting of the change (metrics, the job's actions and reaction
 //! latencies).
+use std::collections::BTreeSet;
+
 use cosched_policy::local::{Level, TaskWatch};
 
 use super::{
     Engine, execute,
-    plan::{self, KernelOp, Target},
+    plan::{self, KernelOp, Realisation, Target, TaskPlan},
 };
 use crate::{
     enforce,
@@ -38,9 +40,65 @@ impl<K: Kernel> Engine<K> {
     /// Brings task `tid` to the level it must have now. `trigger`: the eBPF
     /// timestamp of the arrival that caused it (for the reaction latency).
     pub(super) fn realize(&mut self, tid: u32, trigger: Option<u64>) {
-        let Some(state) = self.reg.task(tid).copied() else {
+        self.realize_all(&[tid], trigger);
+    }
+
+    /// Brings every task of `tids` to the level it must have now, as one
+    /// batch: each process gets at most one SIGSTOP or SIGCONT
+    /// ([`plan::signal_each_process_once`]), and the tasks whose process is
+    /// continued go first ([`plan::execution_order`]).
+    pub(super) fn realize_all(&mut self, tids: &[u32], trigger: Option<u64>) {
+        let mut prepared: Vec<(Target, Realisation)> = Vec::with_capacity(tids.len());
+        let mut plans: Vec<TaskPlan> = Vec::with_capacity(tids.len());
+        for &tid in tids {
+            if let Some((target, from, plan)) = self.prepare(tid) {
+                prepared.push((target, from));
+                plans.push(plan);
+            }
+        }
+        if plans.is_empty() {
             return;
-        };
+        }
+        let mut carriers = Vec::new();
+        if plans.iter().any(|p| {
+            p.ops
+                .iter()
+                .any(|o| matches!(o, KernelOp::Stop | KernelOp::Cont))
+        }) {
+            let held: BTreeSet<u32> = self
+                .reg
+                .tasks()
+                .filter(|(_, s)| s.realised.level == Level::Stop)
+                .map(|(_, s)| s.tgid)
+                .collect();
+            carriers = plan::signal_each_process_once(&mut plans, &held);
+        }
+        for i in plan::execution_order(&plans) {
+            let (target, from) = prepared[i];
+            let done = self.carry_out(&plans[i], from, &target, trigger);
+            // The task carrying its process's signal failed before sending
+            // it (a thread that just exited): the process's other tasks of
+            // the batch are realised through that signal, so send it anyway.
+            if !done && carriers.iter().any(|&(_, c)| c == i) {
+                let p = &plans[i];
+                let sent = if p.ops.contains(&KernelOp::Stop) {
+                    self.k.stop(p.tgid)
+                } else {
+                    self.k.cont(p.tgid)
+                };
+                if let Err(e) = sent
+                    && !is_gone(&e)
+                {
+                    tracing::warn!(pid = p.tgid, "cannot signal the process: {e}");
+                }
+            }
+        }
+    }
+
+    /// What task `tid` must become and the plan from how it is realised
+    /// now (None: gone, or nothing to change).
+    fn prepare(&mut self, tid: u32) -> Option<(Target, Realisation, TaskPlan)> {
+        let state = self.reg.task(tid).copied()?;
         let level = self.effective_level(tid);
         // The class overlay, not a message, ends what it gives an RT task.
         let watch = if self.under_rt_overlay(&state) {
@@ -57,25 +115,45 @@ impl<K: Kernel> Engine<K> {
         let from = state.realised;
         let base = match self.base_attr(tid) {
             Ok(base) => base,
-            Err(e) if is_gone(&e) => return,
+            Err(e) if is_gone(&e) => return None,
             Err(e) => {
                 tracing::warn!(tid, "reading original attributes: {e}");
-                return;
+                return None;
             }
         };
         let ops = plan::plan(&from, &target, &base, self.cfg.agent_priority);
         if ops.is_empty() {
-            return;
+            return None;
         }
+        Some((
+            target,
+            from,
+            TaskPlan {
+                tid,
+                tgid: state.tgid,
+                ops,
+            },
+        ))
+    }
+
+    /// Executes one task's plan and accounts for the change; false when it
+    /// failed.
+    fn carry_out(
+        &mut self,
+        plan: &TaskPlan,
+        from: Realisation,
+        target: &Target,
+        trigger: Option<u64>,
+    ) -> bool {
+        let (tid, level) = (plan.tid, target.level);
         let mut realised = from;
         let result = execute::execute(
             &mut self.k,
             &mut self.ledger,
             self.cpu_groups.as_ref(),
-            tid,
-            &ops,
+            plan,
             &mut realised,
-            &target,
+            target,
         );
         if let Some(s) = self.reg.task_mut(tid) {
             s.realised = realised;
@@ -84,11 +162,11 @@ impl<K: Kernel> Engine<K> {
         match result {
             Ok(()) if from.level != level => self.count_level_change(tid, level, trigger),
             Ok(()) => {
-                if ops.iter().any(|op| matches!(op, KernelOp::SetAttr(_))) {
+                if plan.ops.iter().any(|op| matches!(op, KernelOp::SetAttr(_))) {
                     self.metrics.actions.with_label_values(&["job-sched"]).inc();
                 }
             }
-            Err(e) if is_gone(&e) => {}
+            Err(e) if is_gone(&e) => return false,
             Err(e) if target.deadline.is_some() && deadline_refused(&e) => {
                 self.refuse_deadline(tid, &e);
                 self.realize(tid, trigger);
@@ -96,8 +174,10 @@ impl<K: Kernel> Engine<K> {
             Err(e) => {
                 self.metrics.action_errors.with_label_values(&[name]).inc();
                 tracing::warn!(tid, level = name, "cannot apply policy level: {e}");
+                return false;
             }
         }
+        true
     }
 
     fn count_level_change(&mut self, tid: u32, level: Level, trigger: Option<u64>) {

@@ -67,9 +67,8 @@ impl<K: Kernel> Engine<K> {
                     // new budget slack to the RT jobs classified from now on
                     // (a job keeps the budget its windows started with).
                     self.apply_class_mode();
-                    for tid in self.reg.task_ids() {
-                        self.realize(tid, None);
-                    }
+                    let tids = self.reg.task_ids();
+                    self.realize_all(&tids, None);
                 }
                 ReloadOutcome {
                     accepted: true,
@@ -129,9 +128,8 @@ impl<K: Kernel> Engine<K> {
             self.driver.task_added(tid, job, now);
         }
         self.apply_policy_actions(None);
-        for tid in self.reg.task_ids() {
-            self.realize(tid, None);
-        }
+        let tids = self.reg.task_ids();
+        self.realize_all(&tids, None);
         self.apply_wake_settings();
         tracing::info!(policy = %policy.kind, "local policy switched");
     }

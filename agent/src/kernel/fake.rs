@@ -150,6 +150,16 @@ impl FakeKernel {
         }
     }
 
+    /// SIGSTOP / SIGCONT as kill() sends them: to the whole thread group
+    /// of `tid`.
+    fn set_group_stopped(&mut self, tid: u32, stopped: bool) -> io::Result<()> {
+        let tgid = self.tasks.get(&tid).ok_or_else(gone)?.tgid;
+        for t in self.tasks.values_mut().filter(|t| t.tgid == tgid) {
+            t.stopped = stopped;
+        }
+        Ok(())
+    }
+
     pub fn attr(&self, tid: u32) -> SchedAttr {
         self.tasks[&tid].attr
     }
@@ -200,13 +210,13 @@ impl TaskControl for FakeKernel {
     }
 
     fn stop(&mut self, tid: u32) -> io::Result<()> {
-        self.tasks.get_mut(&tid).ok_or_else(gone)?.stopped = true;
+        self.set_group_stopped(tid, true)?;
         self.calls.push(Call::Stop(tid));
         Ok(())
     }
 
     fn cont(&mut self, tid: u32) -> io::Result<()> {
-        self.tasks.get_mut(&tid).ok_or_else(gone)?.stopped = false;
+        self.set_group_stopped(tid, false)?;
         self.calls.push(Call::Cont(tid));
         Ok(())
     }

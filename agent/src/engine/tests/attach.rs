@@ -522,3 +522,44 @@ fn with_no_expect_timeout_an_expected_rank_waits_forever() {
     e.k.now = 1_000_000 * 1_000_000_000;
     assert!(e.poll(e.k.now, 0.0).is_empty());
 }
+
+/// A cgroup job held stopped by strict gang slices: a thread of its stopped
+/// process found by the next rescan gets no signal of its own (the process
+/// is stopped already) yet is realised stopped; a process that entered the
+/// cgroup meanwhile is stopped by a signal of its own.
+#[test]
+fn a_task_found_while_its_job_is_stopped_is_signalled_only_if_it_is_a_process_of_its_own() {
+    use crate::kernel::fake::Call;
+    let mut e = engine();
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.move_to_cgroup2(100, Some(CG));
+    let (id, _) = e.attach(by_cgroup(None)).unwrap();
+    e.set_gang(Some(Gang {
+        active: [99].into(),
+        strict: true,
+    }));
+    assert_eq!(
+        e.k.calls.iter().filter(|c| **c == Call::Stop(100)).count(),
+        1
+    );
+    e.k.calls.clear();
+    e.k.spawn_thread(101, 100, SchedAttr::other(0));
+    e.k.tasks.get_mut(&101).unwrap().stopped = true;
+    e.k.move_to_cgroup2(100, Some(CG));
+    e.poll(10, 0.0);
+    assert_eq!(e.reg.task(101).unwrap().job, id, "the thread is taken");
+    assert!(
+        !e.k.calls.iter().any(|c| matches!(c, Call::Stop(_))),
+        "{:?}",
+        e.k.calls
+    );
+    assert_eq!(
+        e.reg.task(101).unwrap().realised.level,
+        cosched_policy::local::Level::Stop
+    );
+    e.k.spawn(200, SchedAttr::other(0));
+    e.k.move_to_cgroup2(200, Some(CG));
+    e.poll(20, 0.0);
+    assert!(e.k.calls.contains(&Call::Stop(200)), "{:?}", e.k.calls);
+    assert!(e.k.tasks[&200].stopped);
+}

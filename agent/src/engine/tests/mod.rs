@@ -210,6 +210,51 @@ fn gang_slice_demotes_other_jobs_and_restores_them_after() {
     assert_eq!(e.k.attr(100), SchedAttr::other(0));
 }
 
+/// Two jobs of multi-threaded processes (an MPI rank and its helper
+/// threads) under strict gang slices: each switch sends one SIGSTOP and one
+/// SIGCONT per process, not one per thread, and continues the incoming job
+/// before it stops the outgoing one.
+#[test]
+fn strict_gang_signals_each_process_once_per_switch_incoming_first() {
+    use crate::kernel::fake::Call;
+    let mut e = engine();
+    for (pid, threads) in [(100, [101, 102]), (200, [201, 202])] {
+        e.k.spawn(pid, SchedAttr::other(0));
+        for t in threads {
+            e.k.spawn_thread(t, pid, SchedAttr::other(0));
+        }
+    }
+    e.adopt(1, "a", &[100], None).unwrap();
+    e.adopt(2, "b", &[200], None).unwrap();
+    let slice = |job| {
+        Some(Gang {
+            active: [job].into(),
+            strict: true,
+        })
+    };
+    let signals = |e: &Engine<FakeKernel>| -> Vec<Call> {
+        e.k.calls
+            .iter()
+            .filter(|c| matches!(c, Call::Stop(_) | Call::Cont(_)))
+            .cloned()
+            .collect()
+    };
+    e.set_gang(slice(1));
+    assert_eq!(signals(&e), vec![Call::Stop(200)]);
+    assert!([200, 201, 202].iter().all(|t| e.k.tasks[t].stopped));
+    e.k.calls.clear();
+    e.set_gang(slice(2));
+    assert_eq!(signals(&e), vec![Call::Cont(200), Call::Stop(100)]);
+    assert!([100, 101, 102].iter().all(|t| e.k.tasks[t].stopped));
+    assert!([200, 201, 202].iter().all(|t| !e.k.tasks[t].stopped));
+    assert!(
+        [100, 101, 102]
+            .iter()
+            .all(|t| e.reg.task(*t).unwrap().realised.level == cosched_policy::local::Level::Stop),
+        "every thread is realised stopped through its process's signal"
+    );
+}
+
 #[test]
 fn fcs_class_demotion_is_not_a_wait_so_its_arrivals_do_not_wake_the_agent() {
     let mut e = engine_with("fcs");
