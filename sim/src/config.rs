@@ -49,6 +49,10 @@ pub struct ClusterParams {
     /// (halted: a virtual CPU exits to the hypervisor and back), counted
     /// with the context switch.
     pub idle_wakeup_ns: Ns,
+    /// CPU time lost before a woken sleeper runs when every CPU of its node
+    /// was busy (the wakeup path, its IPI and the preemption of the running
+    /// task), counted with the context switch.
+    pub busy_wakeup_ns: Ns,
     /// CPU time to send one message (compose, hand to the NIC).
     pub send_overhead_ns: Ns,
     /// CPU time to receive one message (decompose).
@@ -78,6 +82,7 @@ impl Default for ClusterParams {
             sleeper_credit_ns: 3_000_000,
             wakeup_latency_ns: 10_000,
             idle_wakeup_ns: 0,
+            busy_wakeup_ns: 0,
             send_overhead_ns: 2_000,
             recv_overhead_ns: 2_000,
             net_latency_ns: 20_000,

@@ -166,3 +166,24 @@ fn a_window_measures_rates_like_the_benches() {
         assert!((1.95..=2.05).contains(&job.slowdown), "{job:?}");
     }
 }
+
+#[test]
+fn a_sleeper_woken_on_a_busy_cpu_pays_the_busy_wakeup() {
+    // A blocking ring beside a compute job on each node: the receivers
+    // wake while their CPU runs the compute job.
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Local);
+    let jobs = || {
+        vec![
+            JobSpec {
+                recv: RecvMode::Block,
+                ..JobSpec::simple(0, 0, 2, 10, 100 * US, Pattern::Ring)
+            },
+            JobSpec::simple(1, 0, 2, 100, MS, Pattern::None),
+        ]
+    };
+    let plain = response(&run(cfg.clone(), jobs()), 0);
+    cfg.cluster.idle_wakeup_ns = 0;
+    cfg.cluster.busy_wakeup_ns = 50 * US;
+    let busy = response(&run(cfg.clone(), jobs()), 0);
+    assert!(busy > plain, "busy wakeups cost nothing: {plain} -> {busy}");
+}

@@ -8,7 +8,7 @@ use cosched_policy::local::{
     TaskSnapshot, gang_overlay,
 };
 
-use super::task::{Activity, Class, TaskIdx, class_of};
+use super::task::{Activity, Class, TaskIdx, class_of, weight_of};
 use super::{Calendar, Cluster, SimEvent};
 
 impl Cluster {
@@ -155,7 +155,17 @@ impl Cluster {
         if let Some(cpu) = on_cpu {
             self.account(node, cpu);
         }
+        let floor = self.nodes[node as usize].min_vruntime;
         let task = &mut self.tasks[t as usize];
+        let (old_w, new_w) = (weight_of(task.effective), weight_of(effective));
+        if old_w != new_w && !was_stopped && effective != Level::Stop {
+            // EEVDF's reweight keeps the task's lag (weight x virtual
+            // distance from the queue's average) rather than its vruntime.
+            let ahead = task.vruntime.saturating_sub(floor) as u128 * old_w as u128 / new_w as u128;
+            let behind =
+                floor.saturating_sub(task.vruntime) as u128 * old_w as u128 / new_w as u128;
+            task.vruntime = (floor as u128 + ahead).saturating_sub(behind) as u64;
+        }
         task.effective = effective;
         if let Class::RealTime(_) = class_of(effective)
             && old_class != class_of(effective)
@@ -171,8 +181,35 @@ impl Cluster {
                 self.switch_out(t, SwitchOut::Voluntary, cal);
             }
             Some(_) => {} // `arm_slices` at the dispatch sets its slice.
+            // SCHED_OTHER <-> SCHED_IDLE keeps the task in the fair class
+            // at the same priority: `sched_setattr` does not check for
+            // preemption (EEVDF), the change counts at the next tick.
+            None if fair_reweight(old_class, class_of(effective)) && !was_stopped => {}
             None => self.nodes[node as usize].woken = true,
         }
         self.mark_dirty(node);
+    }
+}
+
+/// A level change that only reweights a task inside Linux's fair class
+/// (SCHED_OTHER and SCHED_IDLE), which is no preemption point.
+fn fair_reweight(old: Class, new: Class) -> bool {
+    matches!(
+        (old, new),
+        (Class::Fair | Class::Idle, Class::Fair | Class::Idle)
+    ) && old != new
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_idle_to_fair_changes_are_reweights_without_preemption() {
+        assert!(fair_reweight(Class::Idle, Class::Fair));
+        assert!(fair_reweight(Class::Fair, Class::Idle));
+        assert!(!fair_reweight(Class::Fair, Class::Fair));
+        assert!(!fair_reweight(Class::Idle, Class::RealTime(10)));
+        assert!(!fair_reweight(Class::RealTime(10), Class::Fair));
     }
 }

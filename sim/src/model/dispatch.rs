@@ -107,14 +107,9 @@ impl Cluster {
             } else {
                 params.context_switch_ns
             };
-            let wake = if self.tasks[t as usize].idle_wake {
-                params.idle_wakeup_ns
-            } else {
-                0
-            };
-            switch + wake
+            switch + self.tasks[t as usize].wake_cost
         };
-        self.tasks[t as usize].idle_wake = false;
+        self.tasks[t as usize].wake_cost = 0;
         self.tasks[t as usize].incoming = true;
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
         c.incoming = Some(t);

@@ -208,14 +208,20 @@ impl Cluster {
     }
 
     /// A sleeper woke: if a CPU of its node has nothing to do, that CPU
-    /// was halted and must be woken first (`idle_wakeup_ns`).
-    fn note_idle_wake(&mut self, t: TaskIdx) {
+    /// was halted and must be woken first (`idle_wakeup_ns`); else the
+    /// wakeup interrupts a busy CPU (`busy_wakeup_ns`).
+    fn note_wake(&mut self, t: TaskIdx) {
         let node = self.tasks[t as usize].node;
         let idle = self.nodes[node as usize]
             .cpus
             .iter()
             .any(|c| c.running.is_none() && c.incoming.is_none() && !c.noise);
-        self.tasks[t as usize].idle_wake = idle;
+        let params = &self.config.cluster;
+        self.tasks[t as usize].wake_cost = if idle {
+            params.idle_wakeup_ns
+        } else {
+            params.busy_wakeup_ns
+        };
     }
 
     /// A task became runnable after sleeping: CFS places it near the node's
@@ -264,7 +270,7 @@ impl Cluster {
             return;
         }
         self.place_woken(t);
-        self.note_idle_wake(t);
+        self.note_wake(t);
         self.advance(t, cal);
         self.task_changed(t, cal);
     }
@@ -314,7 +320,7 @@ impl Cluster {
         }
         task.activity = Activity::Woken;
         self.place_woken(t);
-        self.note_idle_wake(t);
+        self.note_wake(t);
         self.task_changed(t, cal);
     }
 

@@ -94,9 +94,9 @@ pub struct Task {
     pub arrivals: u64,
     /// `used.total()` at the start of the current gang slice.
     pub slice_mark: Ns,
-    /// Woken while a CPU of its node was idle: the next switch to it first
-    /// wakes that CPU.
-    pub idle_wake: bool,
+    /// CPU time its last wakeup costs, paid at the next switch to it
+    /// (`idle_wakeup_ns` or `busy_wakeup_ns`; 0 when not woken).
+    pub wake_cost: Ns,
 }
 
 impl Task {
@@ -122,7 +122,7 @@ impl Task {
             last_arrival: 0,
             arrivals: 0,
             slice_mark: 0,
-            idle_wake: false,
+            wake_cost: 0,
         }
     }
 
