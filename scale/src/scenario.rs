@@ -34,6 +34,8 @@ pub struct ScenarioConfig {
     pub coordinator_bin: PathBuf,
     pub agents: usize,
     pub slice_ms: u64,
+    /// The coordinator's `switch_lead_us` (0: its default, min(slice/2, 5 ms)).
+    pub switch_lead_us: u64,
     pub max_rows: usize,
     /// Jobs submitted, each of `job_nodes` ranks.
     pub jobs: usize,
@@ -66,6 +68,7 @@ impl ScenarioConfig {
             coordinator_bin,
             agents,
             slice_ms: 20,
+            switch_lead_us: 0,
             max_rows: 4,
             jobs: 4,
             job_nodes: agents,
@@ -265,7 +268,7 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         .map(|i| format!("\"{}\"", node_name(i)))
         .collect();
     let text = format!(
-        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\n",
+        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\nswitch_lead_us = {}\n",
         nodes.join(", "),
         socket.display(),
         dir.path().join("state.json").display(),
@@ -273,6 +276,7 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         config.max_rows,
         config.heartbeat_interval_ms,
         config.heartbeat_timeout_ms,
+        config.switch_lead_us,
     );
     let config_path = dir.path().join("coordinator.toml");
     std::fs::write(&config_path, text)?;
@@ -576,9 +580,10 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         clock_uncertainty_us: Percentiles::of(&mut uncertainty),
     };
     progress(&format!(
-        "steady: coordinator skew {}, agents' skew p99 {:.0} µs, margin min {:.0} µs, coordinator CPU {:.0} %",
+        "steady: coordinator skew {}, agents' skew p99 {:.0} µs (told-instant spread p99 {:.0} µs), margin min {:.0} µs, coordinator CPU {:.0} %",
         steady.coordinator_skew_us,
         steady.agents.skew_us.p99,
+        steady.agents.instant_spread_us.p99,
         steady.agents.margin_us.min,
         steady.cpu.coordinator_percent
     ));

@@ -19,6 +19,11 @@ struct SliceSeen {
     switched: u32,
     first_ns: u64,
     last_ns: u64,
+    /// The earliest and latest instant the agents were told (agent clocks
+    /// = this machine's clock): their spread is what the coordinator's
+    /// per-node clock-offset estimates alone put between the switches.
+    first_at_ns: u64,
+    last_at_ns: u64,
     /// Announcements that arrived after their instant.
     late_arrivals: u32,
 }
@@ -126,6 +131,10 @@ pub struct SwitchView {
     pub agents_per_slice: Percentiles,
     /// Spread of the switch instants of each slice, µs.
     pub skew_us: Percentiles,
+    /// Per slice: the spread of the instants the agents were told (the
+    /// part of the skew due to the coordinator's clock-offset estimates;
+    /// the rest is late arrival).
+    pub instant_spread_us: Percentiles,
     /// Announcement margin (instant minus arrival), µs; negative = late.
     pub margin_us: Percentiles,
     /// Announcements that arrived after their instant.
@@ -206,8 +215,12 @@ impl Stats {
         if seen.switched == 0 {
             seen.first_ns = switched_ns;
             seen.last_ns = switched_ns;
+            seen.first_at_ns = apply_at_ns;
+            seen.last_at_ns = apply_at_ns;
         }
         seen.switched += 1;
+        seen.first_at_ns = seen.first_at_ns.min(apply_at_ns);
+        seen.last_at_ns = seen.last_at_ns.max(apply_at_ns);
         seen.first_ns = seen.first_ns.min(switched_ns);
         seen.last_ns = seen.last_ns.max(switched_ns);
     }
@@ -242,6 +255,12 @@ impl Stats {
                     .map(|s| us((s.last_ns - s.first_ns) as f64))
                     .collect::<Vec<_>>(),
             ),
+            instant_spread_us: Percentiles::of(
+                &mut complete
+                    .iter()
+                    .map(|s| us((s.last_at_ns - s.first_at_ns) as f64))
+                    .collect::<Vec<_>>(),
+            ),
             margin_us: Percentiles::of(
                 &mut samples
                     .margins
@@ -273,6 +292,8 @@ fn fresh(at_ns: u64) -> SliceSeen {
         switched: 0,
         first_ns: at_ns,
         last_ns: at_ns,
+        first_at_ns: at_ns,
+        last_at_ns: at_ns,
         late_arrivals: 0,
     }
 }
@@ -295,6 +316,19 @@ mod tests {
         assert_eq!(view.skew_us.max, 0.3);
         assert_eq!(view.skew_us.min, 0.05);
         assert_eq!(view.lateness_us.max, 0.3);
+    }
+
+    #[test]
+    fn instants_told_apart_by_offset_estimates_are_a_spread_even_when_on_time() {
+        let stats = Stats::new(2);
+        stats.start_recording();
+        // Two agents told instants 200 ns apart, both switch on time.
+        stats.switched((1, 5), 1_000_000, 1_000_000);
+        stats.switched((1, 5), 1_000_200, 1_000_200);
+        let view = stats.switch_view();
+        assert_eq!(view.instant_spread_us.max, 0.2);
+        assert_eq!(view.skew_us.max, 0.2);
+        assert_eq!(view.lateness_us.max, 0.0);
     }
 
     #[test]

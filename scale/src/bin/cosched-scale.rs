@@ -18,6 +18,10 @@ struct Args {
     agents: usize,
     #[arg(long, default_value_t = 10)]
     slice_ms: u64,
+    /// The coordinator's `switch_lead_us` (0: its default, min(slice/2, 5 ms);
+    /// at most half a slice).
+    #[arg(long, default_value_t = 0)]
+    switch_lead_us: u64,
     #[arg(long, default_value_t = 4)]
     max_rows: usize,
     /// Jobs submitted; each spans `--job-nodes` nodes (default: all).
@@ -70,6 +74,7 @@ fn main() -> anyhow::Result<()> {
         coordinator_bin: args.coordinator,
         agents: args.agents,
         slice_ms: args.slice_ms,
+        switch_lead_us: args.switch_lead_us,
         max_rows: args.max_rows,
         jobs: args.jobs,
         job_nodes: args.job_nodes.unwrap_or(args.agents),
