@@ -1,8 +1,12 @@
 //! Cross-node slice-switch skew: every agent reports when it switched (in its
-//! clock; converted to the coordinator's with the heartbeat offset
-//! estimate), and a slice's skew is the spread of those instants.
+//! clock), and a slice's skew is the spread of those instants on the
+//! coordinator's clock. A report is converted with the offset estimate the
+//! switch was ANNOUNCED with (the instant told to that node), not the
+//! current one: the estimate moves between announcement and report (by
+//! milliseconds under load, see docs/scale.md), and that movement is not a
+//! skew the agents made.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use cosched_policy::global::NodeIndex;
 
@@ -27,8 +31,11 @@ struct OpenSlice {
     epoch: u64,
     slice: u64,
     target_ns: u64,
-    expected: BTreeSet<NodeIndex>,
-    switched: BTreeMap<NodeIndex, u64>,
+    /// Each node expected to report, with the instant it was told (its
+    /// clock).
+    expected: BTreeMap<NodeIndex, u64>,
+    /// Each report's instant on the coordinator's clock.
+    switched: BTreeMap<NodeIndex, i128>,
 }
 
 impl OpenSlice {
@@ -53,39 +60,40 @@ pub struct SkewTracker {
 
 impl SkewTracker {
     /// A switch to (`epoch`, `slice`) at `target_ns` (coordinator clock) was
-    /// sent to `nodes`.
+    /// sent to `told`: each node with the instant it was told, on its own
+    /// clock.
     pub fn expect(
         &mut self,
         epoch: u64,
         slice: u64,
         target_ns: u64,
-        nodes: BTreeSet<NodeIndex>,
+        told: BTreeMap<NodeIndex, u64>,
     ) -> Vec<SwitchObservation> {
         let mut closed = Vec::new();
         while self.open.len() >= OPEN_SLICES {
             let old = self.open.pop_front().expect("non-empty");
             closed.extend(self.close(&old));
         }
-        if !nodes.is_empty() {
+        if !told.is_empty() {
             self.open.push_back(OpenSlice {
                 epoch,
                 slice,
                 target_ns,
-                expected: nodes,
+                expected: told,
                 switched: BTreeMap::new(),
             });
         }
         closed
     }
 
-    /// `node` switched to (`epoch`, `slice`) at `at_ns` (coordinator clock).
-    /// Unknown or repeated reports teach nothing.
+    /// `node` switched to (`epoch`, `slice`) at `at_agent_ns` (its own
+    /// clock). Unknown or repeated reports teach nothing.
     pub fn switched(
         &mut self,
         epoch: u64,
         slice: u64,
         node: NodeIndex,
-        at_ns: u64,
+        at_agent_ns: u64,
     ) -> Vec<SwitchObservation> {
         let Some(position) = self
             .open
@@ -95,13 +103,17 @@ impl SkewTracker {
             return Vec::new();
         };
         let open = &mut self.open[position];
-        if !open.expected.contains(&node) || open.switched.contains_key(&node) {
+        let Some(&told) = open.expected.get(&node) else {
+            return Vec::new();
+        };
+        if open.switched.contains_key(&node) {
             return Vec::new();
         }
-        open.switched.insert(node, at_ns);
+        let late_ns = at_agent_ns as i128 - told as i128;
+        open.switched.insert(node, open.target_ns as i128 + late_ns);
         let mut observations = vec![SwitchObservation::Lateness {
             node,
-            seconds: (at_ns as i128 - open.target_ns as i128) as f64 / 1e9,
+            seconds: late_ns as f64 / 1e9,
         }];
         if open.switched.len() == open.expected.len() {
             let done = self.open.remove(position).expect("found above");
@@ -159,14 +171,15 @@ impl SkewTracker {
 mod tests {
     use super::*;
 
-    fn nodes(list: &[NodeIndex]) -> BTreeSet<NodeIndex> {
-        list.iter().copied().collect()
+    /// `list` told `target` on clocks equal to the coordinator's.
+    fn told(list: &[NodeIndex], target: u64) -> BTreeMap<NodeIndex, u64> {
+        list.iter().map(|&node| (node, target)).collect()
     }
 
     #[test]
     fn skew_is_the_spread_once_every_node_reported() {
         let mut tracker = SkewTracker::default();
-        tracker.expect(1, 7, 1_000_000, nodes(&[0, 1]));
+        tracker.expect(1, 7, 1_000_000, told(&[0, 1], 1_000_000));
         let first = tracker.switched(1, 7, 0, 1_000_050);
         assert_eq!(
             first,
@@ -187,9 +200,33 @@ mod tests {
     }
 
     #[test]
+    fn an_offset_estimate_that_moved_after_the_announcement_is_not_skew() {
+        let mut tracker = SkewTracker::default();
+        // Node 1's clock was thought 5 µs ahead when the switch was told;
+        // both switch 20–50 ns after what they were told.
+        let told = BTreeMap::from([(0, 1_000_000), (1, 1_005_000)]);
+        tracker.expect(1, 7, 1_000_000, told);
+        tracker.switched(1, 7, 0, 1_000_050);
+        let observed = tracker.switched(1, 7, 1, 1_005_020);
+        assert_eq!(
+            observed,
+            vec![
+                SwitchObservation::Lateness {
+                    node: 1,
+                    seconds: 20e-9
+                },
+                SwitchObservation::Skew {
+                    seconds: 30e-9,
+                    nodes: 2
+                }
+            ]
+        );
+    }
+
+    #[test]
     fn early_switches_have_negative_lateness() {
         let mut tracker = SkewTracker::default();
-        tracker.expect(1, 1, 1_000, nodes(&[0, 1]));
+        tracker.expect(1, 1, 1_000, told(&[0, 1], 1_000));
         let observed = tracker.switched(1, 1, 1, 900);
         assert_eq!(
             observed,
@@ -203,7 +240,7 @@ mod tests {
     #[test]
     fn reports_for_unknown_slices_or_nodes_are_ignored() {
         let mut tracker = SkewTracker::default();
-        tracker.expect(1, 1, 0, nodes(&[0, 1]));
+        tracker.expect(1, 1, 0, told(&[0, 1], 0));
         assert!(tracker.switched(2, 1, 0, 5).is_empty());
         assert!(tracker.switched(1, 1, 3, 5).is_empty());
         assert_eq!(tracker.switched(1, 1, 0, 5).len(), 1);
@@ -213,7 +250,7 @@ mod tests {
     #[test]
     fn a_departed_node_closes_slices_waiting_for_it() {
         let mut tracker = SkewTracker::default();
-        tracker.expect(1, 1, 0, nodes(&[0, 1, 2]));
+        tracker.expect(1, 1, 0, told(&[0, 1, 2], 0));
         tracker.switched(1, 1, 0, 10);
         tracker.switched(1, 1, 1, 40);
         let closed = tracker.node_gone(2);
@@ -229,12 +266,12 @@ mod tests {
     #[test]
     fn old_open_slices_are_closed_with_partial_reports() {
         let mut tracker = SkewTracker::default();
-        tracker.expect(1, 0, 0, nodes(&[0, 1, 2]));
+        tracker.expect(1, 0, 0, told(&[0, 1, 2], 0));
         tracker.switched(1, 0, 0, 0);
         tracker.switched(1, 0, 1, 1000);
         let mut closed = Vec::new();
         for slice in 1..=OPEN_SLICES as u64 {
-            closed.extend(tracker.expect(1, slice, 0, nodes(&[0, 1, 2])));
+            closed.extend(tracker.expect(1, slice, 0, told(&[0, 1, 2], 0)));
         }
         assert_eq!(
             closed,
@@ -249,7 +286,7 @@ mod tests {
     fn summary_reports_percentiles() {
         let mut tracker = SkewTracker::default();
         for slice in 0..100u64 {
-            tracker.expect(1, slice, 0, nodes(&[0, 1]));
+            tracker.expect(1, slice, 0, told(&[0, 1], 0));
             tracker.switched(1, slice, 0, 0);
             tracker.switched(1, slice, 1, (slice + 1) * 1000);
         }

@@ -123,23 +123,21 @@ impl Core {
         let number = self.slice_counter;
         self.slice_counter += 1;
         let strict = self.policy.strict_switches();
+        let mut told = std::collections::BTreeMap::new();
         for &node in ready {
+            let apply_at_ns = self.nodes[node].to_agent_clock(start_ns);
+            told.insert(node, apply_at_ns);
             let message = SwitchSlice {
                 epoch: self.epoch,
                 slice: number,
                 rows: rows.to_vec(),
                 active_jobs: active(node),
-                apply_at_ns: self.nodes[node].to_agent_clock(start_ns),
+                apply_at_ns,
                 strict,
             };
             self.send(node, message);
         }
-        self.skew.expect(
-            self.epoch,
-            number,
-            start_ns,
-            ready.iter().copied().collect(),
-        )
+        self.skew.expect(self.epoch, number, start_ns, told)
     }
 
     /// The jobs that run on `node` in `slice`: the active rows' job first
@@ -219,8 +217,12 @@ impl Core {
         node: NodeIndex,
         switched: &SliceSwitched,
     ) -> Vec<SwitchObservation> {
-        let at = self.nodes[node].to_coordinator_clock(switched.switched_at_ns);
-        self.skew.switched(switched.epoch, switched.slice, node, at)
+        self.skew.switched(
+            switched.epoch,
+            switched.slice,
+            node,
+            switched.switched_at_ns,
+        )
     }
 
     /// Slices broadcast in this epoch.

@@ -58,19 +58,18 @@ impl Core {
             .filter(|&node| self.nodes[node].is_ready())
             .filter(|&node| self.nodes[node].knows(MessageKind::SwitchDivision))
             .collect();
+        let mut told = std::collections::BTreeMap::new();
         for &node in &ready {
             let message = self.division_message(node, &division, number);
+            told.insert(node, message.apply_at_ns);
             self.send(node, message);
         }
         self.observe(Observed::DivisionSwitch {
             class: wire_class(division.class),
         });
-        let closed = self.division_skew.expect(
-            self.epoch,
-            number,
-            division.start_ns,
-            ready.into_iter().collect(),
-        );
+        let closed = self
+            .division_skew
+            .expect(self.epoch, number, division.start_ns, told);
         for observation in closed {
             self.observe(Observed::DivisionSkew(observation));
         }
@@ -116,10 +115,12 @@ impl Core {
     /// `node` reports when it switched to a division: its lateness and,
     /// once every node reported, the division's skew are observed.
     pub fn division_switched(&mut self, node: NodeIndex, switched: &DivisionSwitched) {
-        let at = self.nodes[node].to_coordinator_clock(switched.switched_at_ns);
-        let observations = self
-            .division_skew
-            .switched(switched.epoch, switched.division, node, at);
+        let observations = self.division_skew.switched(
+            switched.epoch,
+            switched.division,
+            node,
+            switched.switched_at_ns,
+        );
         for observation in observations {
             self.observe(Observed::DivisionSkew(observation));
         }
