@@ -43,9 +43,7 @@ pub use events::{
 };
 pub use guarantee::FrameGuarantee;
 pub use job::{OneGsJob, OneGsKind, rows_needed};
-pub use phase::{
-    RowTimeline, frames_done_per_window, is_phase_locked, worst_window_shortfall,
-};
+pub use phase::{RowTimeline, frames_done_per_window, is_phase_locked, worst_window_shortfall};
 pub use replication::{Replica, ReplicationStep};
 pub use rotation::OneLevelGangRotor;
 pub use snapshot::OneLevelGangSnapshot;

@@ -151,8 +151,7 @@ pub fn worst_window_shortfall(spec: &RtSpec, timeline: &RowTimeline) -> u64 {
             .map_or(timeline.runs[0].0 + timeline.cycle_ns, |run| run.0);
         gap = gap.max(next - stop);
     }
-    gap.div_ceil(spec.period_ns)
-        .min(u64::from(spec.frames))
+    gap.div_ceil(spec.period_ns).min(u64::from(spec.frames))
 }
 
 impl OneLevelGang {
@@ -160,7 +159,7 @@ impl OneLevelGang {
     /// the current rotation's cycle (rotation length × slot): its windows
     /// after the first finish b frames whenever its rows pay for them.
     /// `None` for BE, waiting or unknown jobs.
-    pub fn is_phase_locked(&self, job: JobId) -> Option<bool> {
+    pub fn runs_in_phase(&self, job: JobId) -> Option<bool> {
         let held = self.allocated.get(&job)?;
         let spec = held.job.rt_spec()?;
         let cycle = self.config.slot_ns() * self.rotation().len() as u64;
@@ -195,7 +194,10 @@ mod tests {
         for release in (0..60).step_by(5) {
             let done = frames_done_per_window(&timeline, &spec, release * MS, 12, |_| 2 * MS);
             short_after_first += shortfall(&done[1..], &spec);
-            assert!(done.iter().all(|&n| u64::from(spec.frames) - u64::from(n.min(20)) <= 4));
+            assert!(
+                done.iter()
+                    .all(|&n| u64::from(spec.frames) - u64::from(n.min(20)) <= 4)
+            );
         }
         assert!(short_after_first > 0);
         assert!(!is_phase_locked(&spec, timeline.cycle_ns));

@@ -61,7 +61,7 @@ pub struct Workload {
 impl Workload {
     pub const DEFAULT: Workload = Workload {
         period_ns: 10_000_000,
-        frames: 20,
+        frames: 30,
         work_min_ns: 1_000_000,
         work_max_ns: 2_000_000,
         rt_duration_s: 1.5,
