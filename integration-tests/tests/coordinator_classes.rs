@@ -193,7 +193,14 @@ fn under_one_level_gang_rt_rows_run_as_gang_slices_without_a_node_class_mode() {
             // Γ = 6 × 10 ms = 60 ms: the cycle of 3 rows × 20 ms (1GS
             // admission refuses a window that is not a multiple of it).
             "rt:10000000:6:1000000",
-            &["--rt", "10000000:6:1000000", "--recv", "block", "--duration", "4"],
+            &[
+                "--rt",
+                "10000000:6:1000000",
+                "--recv",
+                "block",
+                "--duration",
+                "4",
+            ],
         )
         .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
     let batch = coordinator

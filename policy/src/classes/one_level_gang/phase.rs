@@ -128,7 +128,7 @@ pub fn frames_done_per_window(
 /// True when every window of `spec` ends at the same phase of a cycle of
 /// `cycle_ns`: Γ is a multiple of Ψ.
 pub fn is_phase_locked(spec: &RtSpec, cycle_ns: u64) -> bool {
-    cycle_ns > 0 && spec.window_ns() % cycle_ns == 0
+    cycle_ns > 0 && spec.window_ns().is_multiple_of(cycle_ns)
 }
 
 /// The most frames a window can end short in steady state when the phase
@@ -179,9 +179,7 @@ mod tests {
     }
 
     fn shortfall(done: &[u32], spec: &RtSpec) -> u32 {
-        done.iter()
-            .map(|&n| u32::from(spec.frames).saturating_sub(n))
-            .sum()
+        done.iter().map(|&n| spec.frames.saturating_sub(n)).sum()
     }
 
     #[test]
@@ -229,7 +227,7 @@ mod tests {
         let short: Vec<u32> = (0..50)
             .map(|release| {
                 let done = frames_done_per_window(&timeline, &spec, release * MS, 3, |_| 2 * MS);
-                u32::from(spec.frames).saturating_sub(done[0])
+                spec.frames.saturating_sub(done[0])
             })
             .collect();
         assert!(short.iter().any(|&s| s > 0));
