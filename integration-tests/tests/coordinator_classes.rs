@@ -187,7 +187,21 @@ fn under_one_level_gang_rt_rows_run_as_gang_slices_without_a_node_class_mode() {
     );
     let coordinator = &cluster.coordinator;
     let video = coordinator
-        .try_submit_synth("video", 2, RT_CLASS, &rt_args("4"))
+        .try_submit_synth(
+            "video",
+            2,
+            // Γ = 6 × 10 ms = 60 ms: the cycle of 3 rows × 20 ms (1GS
+            // admission refuses a window that is not a multiple of it).
+            "rt:10000000:6:1000000",
+            &[
+                "--rt",
+                "10000000:6:1000000",
+                "--recv",
+                "block",
+                "--duration",
+                "4",
+            ],
+        )
         .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
     let batch = coordinator
         .try_submit_synth("batch", 2, "be", &fine_spin("udp", "4"))

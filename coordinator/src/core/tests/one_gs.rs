@@ -14,14 +14,14 @@ fn one_gs(nodes: usize) -> Core {
     classes_cluster(nodes, GlobalPolicy::OneLevelGang, ClassesConfig::default())
 }
 
-/// d = 100 ms, b = 1, τ = 40 ms: r = ⌈300 · 40 / (100 · 100)⌉ = 2 rows.
+/// d = 100 ms, b = 30 (Γ = 3 s, a multiple of Ψ: in phase), τ = 40 ms: r = ⌈300 · 40 / (100 · 100)⌉ = 2 rows.
 fn heavy(name: &str, nodes: usize) -> Submission {
-    rt(name, nodes, 100 * MS, 1, 40 * MS)
+    rt(name, nodes, 100 * MS, 30, 40 * MS)
 }
 
 /// τ = 10 ms: one row is enough.
 fn light(name: &str, nodes: usize) -> Submission {
-    rt(name, nodes, 100 * MS, 1, 10 * MS)
+    rt(name, nodes, 100 * MS, 30, 10 * MS)
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn under_1gs_an_rt_job_needing_more_rows_than_the_rt_set_is_refused_at_once() {
     let mut core = one_gs(2);
     // τ = 80 ms: r = ⌈300 · 80 / 10000⌉ = 3 rows, the RT set has 2.
     let error = core
-        .submit(rt("greedy", 1, 100 * MS, 1, 80 * MS), 0, NOW_NS)
+        .submit(rt("greedy", 1, 100 * MS, 30, 80 * MS), 0, NOW_NS)
         .unwrap_err();
     assert!(error.contains("need 3 rows"), "{error}");
     assert!(error.contains("the set has 2"), "{error}");

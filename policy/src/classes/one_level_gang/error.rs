@@ -26,6 +26,16 @@ pub enum OneLevelGangError {
         #[source]
         source: RtSpecError,
     },
+    #[error(
+        "{id}: its window of {window_ns} ns is not a multiple of the 1GS cycle of {cycle_ns} ns \
+         (rows × slot), so its windows would drift against the rows and could end short of \
+         their frames; choose frames × period as a multiple of the cycle"
+    )]
+    WindowOutOfPhase {
+        id: JobId,
+        window_ns: u64,
+        cycle_ns: u64,
+    },
     #[error("unknown {0}")]
     UnknownJob(JobId),
     #[error("inconsistent 1GS snapshot: {0}")]

@@ -224,6 +224,14 @@ impl OneLevelGang {
         if let Some(spec) = job.rt_spec() {
             spec.validate()
                 .map_err(|source| OneLevelGangError::InvalidRtSpec { id: job.id, source })?;
+            let cycle_ns = self.config.cycle_ns();
+            if self.config.admission_control && !super::phase::is_phase_locked(spec, cycle_ns) {
+                return Err(OneLevelGangError::WindowOutOfPhase {
+                    id: job.id,
+                    window_ns: spec.window_ns(),
+                    cycle_ns,
+                });
+            }
         }
         if self.is_known(job.id) {
             return Err(OneLevelGangError::DuplicateJob(job.id));

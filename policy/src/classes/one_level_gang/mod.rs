@@ -14,6 +14,8 @@
 //! - Execution: `rotation`, `active_by_node`, `slice` (a gang
 //!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`].
 //! - [`FrameGuarantee`]: `guaranteed_frames_per_cycle`, `unmet_guarantees`.
+//! - Phase ([`is_phase_locked`], [`frames_done_per_window`]): CPU per cycle is
+//!   not enough; b frames per window also need Ψ to divide Γ = b·d.
 //! - [`OneLevelGangSnapshot`]: the persisted state, checked on load.
 //!
 //! Pure: time comes in as CLOCK_MONOTONIC nanoseconds; throughput ("this RT
@@ -25,6 +27,7 @@ mod error;
 mod events;
 mod guarantee;
 mod job;
+mod phase;
 mod replication;
 mod rotation;
 mod snapshot;
@@ -40,6 +43,7 @@ pub use events::{
 };
 pub use guarantee::FrameGuarantee;
 pub use job::{OneGsJob, OneGsKind, rows_needed};
+pub use phase::{RowTimeline, frames_done_per_window, is_phase_locked, worst_window_shortfall};
 pub use replication::{Replica, ReplicationStep};
 pub use rotation::OneLevelGangRotor;
 pub use snapshot::OneLevelGangSnapshot;

@@ -9,6 +9,13 @@
 //! An empty RT row can be handed to BE jobs only by step 4 of the
 //! replication, which fills an empty RT row whenever any BE job is allocated,
 //! so a row still empty after the optimisation means no job could use it.
+//!
+//! Except while an RT job is allocated under admission control: then every
+//! row keeps its slot, empty or not, so the cycle stays Ψ = M · slot and an
+//! RT job's windows (a multiple of Ψ, checked at arrival) end at the same
+//! phase of it every time ([`super::phase`]). An empty row is an idle slot
+//! then; a shorter cycle would drift against the windows and leave some
+//! short of b frames.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -20,9 +27,22 @@ use crate::global::{ActiveRows, JobId, RowIndex, Slice};
 impl OneLevelGang {
     /// The rows in the rotation, ascending.
     pub fn rotation(&self) -> Vec<RowIndex> {
+        if self.keeps_full_cycle() {
+            return (0..self.rows()).collect();
+        }
         (0..self.rows())
             .filter(|&row| !self.is_row_empty(row))
             .collect()
+    }
+
+    /// True while the rotation keeps every row (empty ones as idle slots):
+    /// an RT job is allocated under admission control.
+    pub fn keeps_full_cycle(&self) -> bool {
+        self.config.admission_control
+            && self
+                .allocated
+                .values()
+                .any(|held| held.job.rt_spec().is_some())
     }
 
     /// For each node, the job (if any) that runs there while `row` is
@@ -88,7 +108,7 @@ impl OneLevelGangRotor {
                 self.rounds_started += 1;
             }
             let row = self.remaining.pop_front().expect("refilled above");
-            if row >= state.rows() || state.is_row_empty(row) {
+            if row >= state.rows() || (state.is_row_empty(row) && !state.keeps_full_cycle()) {
                 continue;
             }
             let slice = state.slice(self.next_number, self.rounds_started - 1, row);

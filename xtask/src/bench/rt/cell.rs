@@ -61,7 +61,7 @@ pub struct Workload {
 impl Workload {
     pub const DEFAULT: Workload = Workload {
         period_ns: 10_000_000,
-        frames: 20,
+        frames: 30,
         work_min_ns: 1_000_000,
         work_max_ns: 2_000_000,
         rt_duration_s: 1.5,
@@ -585,9 +585,9 @@ mod tests {
     fn rt_jobs_stream_frames_and_declare_their_worst_case() {
         let w = Workload::DEFAULT;
         let args = w.synth_args(Kind::Rt { work_ns: 1_500_000 });
-        assert_eq!(args[..2], ["--rt", "10000000:20:1500000"]);
+        assert_eq!(args[..2], ["--rt", "10000000:30:1500000"]);
         assert!(args.windows(2).any(|a| a == ["--recv", "block"]));
-        assert_eq!(w.declared_text(), "rt:10000000:20:2000000");
+        assert_eq!(w.declared_text(), "rt:10000000:30:2000000");
         let be = w.synth_args(Kind::Be);
         assert!(be.windows(2).any(|a| a == ["--iterations", "600"]));
     }

@@ -2,11 +2,11 @@
 //! set with the same columns free, or wait; and the guarantee it buys.
 
 use super::support::{
-    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, config, matrix, render, rt, rt_waiting,
-    wait,
+    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, config, matrix, render, rt, wait,
 };
 use crate::classes::one_level_gang::{
-    ArrivalDecision, OneLevelGang, OneLevelGangConfig, rows_needed,
+    ArrivalDecision, OneGsJob, OneLevelGang, OneLevelGangConfig, OneLevelGangError,
+    OneLevelGangRotor, rows_needed,
 };
 use crate::classes::{FairnessRatio, RtSpec};
 use crate::global::JobId;
@@ -144,7 +144,9 @@ fn the_guarantee_is_r_quanta_per_cycle_against_the_frames_due() {
     })
     .unwrap();
     // Ψ = 6 · 11 ms = 66 ms; τ = 5 ms, d = 30 ms: 11 ms of CPU due, r = 2.
-    allocate(&mut state, rt_waiting(1, 2, 5 * MS, WAIT), 0);
+    // 11 frames: Γ = 330 ms = 5 Ψ.
+    let spec = RtSpec::new(PERIOD, 11, 5 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
     let guarantee = state.guaranteed_frames_per_cycle(JobId(1)).unwrap();
     assert_eq!(guarantee.cycle_ns, 66 * MS);
     assert_eq!(guarantee.cpu_needed_per_cycle_ns, 11 * MS);
@@ -154,4 +156,59 @@ fn the_guarantee_is_r_quanta_per_cycle_against_the_frames_due() {
     assert!((guarantee.frames_due() - 66.0 / 30.0).abs() < 1e-9);
     assert_eq!(PERIOD, 30 * MS);
     assert_eq!(state.guaranteed_frames_per_cycle(JobId(9)), None);
+}
+
+#[test]
+fn an_rt_job_whose_window_is_not_a_multiple_of_the_cycle_is_refused_with_a_reason() {
+    // Ψ = 6 × 10 ms = 60 ms; d = 10 ms, b = 20: Γ = 200 ms drifts 20 ms a
+    // window against the rows, so some windows would end short.
+    let mut state = matrix(2, 6, 2, 1, true);
+    let before = state.clone();
+    let spec = RtSpec::new(10 * MS, 20, 2 * MS).unwrap();
+    let error = state
+        .arrive(OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0)
+        .unwrap_err();
+    assert_eq!(
+        error,
+        OneLevelGangError::WindowOutOfPhase {
+            id: JobId(1),
+            window_ns: 200 * MS,
+            cycle_ns: 60 * MS,
+        }
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("not a multiple of the 1GS cycle")
+    );
+    assert_eq!(state, before);
+    // b = 30: Γ = 300 ms = 5 Ψ is admitted.
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    assert_eq!(state.runs_in_phase(JobId(1)), Some(true));
+}
+
+#[test]
+fn without_admission_control_an_out_of_phase_rt_job_still_runs() {
+    let mut state = matrix(2, 6, 2, 1, false);
+    let spec = RtSpec::new(10 * MS, 20, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    assert_eq!(state.runs_in_phase(JobId(1)), Some(false));
+}
+
+#[test]
+fn empty_rows_keep_their_slot_while_an_admitted_rt_job_runs() {
+    let mut state = matrix(2, 6, 2, 1, true);
+    allocate(&mut state, rt(1, 2, 5 * MS), 0); // r = 1: row 0
+    assert!(state.keeps_full_cycle());
+    assert_eq!(state.rotation(), [0, 1, 2, 3, 4, 5]);
+    let mut rotor = OneLevelGangRotor::new();
+    let rows: Vec<_> = (0..12)
+        .map(|_| rotor.next_slice(&state).unwrap().rows.rows())
+        .collect();
+    assert_eq!(rows.iter().filter(|r| **r == [0]).count(), 2);
+    assert_eq!(rows.len(), 12);
+    state.depart(JobId(1), 1).unwrap();
+    assert!(!state.keeps_full_cycle());
+    assert!(state.rotation().is_empty());
 }

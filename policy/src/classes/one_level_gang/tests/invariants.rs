@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use super::support::{MS, assert_consistent, cells};
 use crate::classes::one_level_gang::{
     ArrivalDecision, CellKind, OneGsJob, OneLevelGang, OneLevelGangConfig, OneLevelGangError,
-    OneLevelGangRotor, OneLevelGangSnapshot, rows_needed,
+    OneLevelGangRotor, OneLevelGangSnapshot, RowTimeline, frames_done_per_window, rows_needed,
 };
 use crate::classes::{Class, FairnessRatio, RtSpec};
 use crate::global::{JobId, NodeIndex, QueuePolicy};
@@ -89,7 +89,7 @@ struct Run {
     after_event: bool,
 }
 
-fn job_of(op: &Op, id: u64) -> OneGsJob {
+fn job_of(op: &Op, id: u64, cycle_ns: u64) -> OneGsJob {
     let Op::Arrive {
         rt,
         nodes,
@@ -104,7 +104,10 @@ fn job_of(op: &Op, id: u64) -> OneGsJob {
         return OneGsJob::best_effort(JobId(id), nodes);
     }
     let period_ns = period_ms * MS;
-    let spec = RtSpec::new(period_ns, 2, (period_ns * work_permille / 1000).max(1)).unwrap();
+    // b = lcm(d, Ψ) / d: a window that is a multiple of the cycle, as
+    // admission control requires (an out-of-phase one is refused, below).
+    let frames = (cycle_ns / gcd(period_ns, cycle_ns)).clamp(1, u64::from(u32::MAX)) as u32;
+    let spec = RtSpec::new(period_ns, frames, (period_ns * work_permille / 1000).max(1)).unwrap();
     OneGsJob::real_time(JobId(id), nodes, spec, wait_ms * MS)
 }
 
@@ -114,7 +117,7 @@ fn apply(run: &mut Run, op: &Op) {
     match *op {
         Op::Arrive { .. } => {
             run.next_id += 1;
-            let job = job_of(op, run.next_id);
+            let job = job_of(op, run.next_id, state.config().cycle_ns());
             let before = state.clone();
             let Ok(outcome) = state.arrive(job, run.now) else {
                 assert!(job.nodes > state.nodes(), "only oversized jobs are refused");
@@ -237,6 +240,7 @@ fn check(run: &mut Run) {
             state.unmet_guarantees().is_empty(),
             "an admitted job may miss"
         );
+        no_admitted_job_misses(state);
     }
     for row in split.rows_of(Class::BestEffort) {
         for node in 0..state.nodes() {
@@ -326,13 +330,14 @@ fn check(run: &mut Run) {
         );
     }
 
-    // The rotation: non-empty rows; under contention, every row of a
-    // backlogged class runs once per round.
+    // The rotation: non-empty rows (every row while an admitted RT job
+    // runs); under contention, every row of a backlogged class runs once
+    // per round.
     let rotation = state.rotation();
     assert_eq!(
         rotation,
         (0..state.rows())
-            .filter(|&r| !state.is_row_empty(r))
+            .filter(|&r| state.keeps_full_cycle() || !state.is_row_empty(r))
             .collect::<Vec<_>>()
     );
     let mut rotor = OneLevelGangRotor::new();
@@ -380,6 +385,45 @@ proptest! {
         for op in &ops {
             apply(&mut run, op);
             check(&mut run);
+        }
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Under admission control every allocated RT job, run frame by frame in
+/// its own rows of the full cycle (replicas only add CPU) with τ_max per
+/// frame, finishes b frames in every window after the first, whatever the
+/// phase of its first release.
+fn no_admitted_job_misses(state: &OneLevelGang) {
+    assert!(
+        state.allocations().all(|held| held.job.rt_spec().is_none()) || state.keeps_full_cycle()
+    );
+    let slot = state.config().slot_ns();
+    let cycle = state.config().cycle_ns();
+    for held in state.allocations() {
+        let Some(spec) = held.job.rt_spec() else {
+            continue;
+        };
+        assert_eq!(state.runs_in_phase(held.job.id), Some(true));
+        let rows: Vec<u64> = held.rows.iter().map(|&row| row as u64).collect();
+        let timeline = RowTimeline {
+            cycle_ns: cycle,
+            runs: rows
+                .iter()
+                .map(|&row| (row * slot, row * slot + state.config().quantum_ns))
+                .collect(),
+        };
+        for release in [0, slot / 2, cycle / 3, cycle - 1] {
+            let done = frames_done_per_window(&timeline, spec, release, 4, |_| spec.work_ns);
+            assert!(
+                done[1..].iter().all(|&n| n >= spec.frames),
+                "{} in rows {rows:?} of a {cycle} ns cycle, released at {release}: {done:?} of {}",
+                held.job.id,
+                spec.frames
+            );
         }
     }
 }

@@ -1,0 +1,246 @@
+//! Why an RT job holding its r rows can still come up short of b frames in
+//! a window: the phase between the matrix cycle Ψ and the job's window
+//! Γ = b·d.
+//!
+//! [`FrameGuarantee`](super::FrameGuarantee) checks CPU per cycle: r·Q ≥
+//! (Ψ/d)·τ_max. That bounds the backlog, but a program releases a frame
+//! every d and cannot run a frame before its release, so the frames
+//! released after the job's last row of a window wait for its next row —
+//! in the next window. A window counts the frames *finished* in it, so a
+//! window ends short by the frames waiting at its end and the next one
+//! finishes them without credit (n > b is not a surplus). When Ψ divides Γ
+//! every window ends at the same phase of the cycle, the wait at each end is
+//! the same and every window after the first finishes exactly b; when it
+//! does not (the bench's Ψ = 6 × 10 ms against Γ = 200 ms), the phase
+//! drifts by Γ mod Ψ per window and some windows end in a gap: up to
+//! [`worst_window_shortfall`] frames short in steady state.
+//!
+//! [`frames_done_per_window`] is the frame-level model behind this: one
+//! process, its rows at fixed offsets in a fixed cycle, frames released
+//! every d, run in order.
+
+use super::state::OneLevelGang;
+use crate::classes::RtSpec;
+use crate::global::JobId;
+
+/// Where a job's rows run inside one cycle: `[start, end)` offsets in ns,
+/// ascending, not overlapping, inside `0..cycle_ns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowTimeline {
+    pub cycle_ns: u64,
+    pub runs: Vec<(u64, u64)>,
+}
+
+impl RowTimeline {
+    /// `rows` slots of `slot_ns` each (ascending slot indices) in a cycle of
+    /// `slots_per_cycle` slots.
+    pub fn from_slots(slot_ns: u64, slots_per_cycle: u64, rows: &[u64]) -> Self {
+        Self {
+            cycle_ns: slot_ns * slots_per_cycle,
+            runs: rows
+                .iter()
+                .map(|&row| (row * slot_ns, (row + 1) * slot_ns))
+                .collect(),
+        }
+    }
+
+    /// CPU time in `[from, from + len)`.
+    fn supply(&self, mut from: u64, len: u64) -> u64 {
+        let end = from + len;
+        let mut got = 0;
+        while from < end {
+            let base = from - from % self.cycle_ns;
+            for &(start, stop) in &self.runs {
+                let (start, stop) = (base + start, base + stop);
+                let lo = start.max(from);
+                let hi = stop.min(end);
+                if hi > lo {
+                    got += hi - lo;
+                }
+            }
+            from = base + self.cycle_ns;
+        }
+        got
+    }
+
+    /// The instant `work` ns of CPU have run from `from` on, and the
+    /// instant the first of it ran (or `None` with no runs).
+    fn run(&self, from: u64, work: u64) -> Option<(u64, u64)> {
+        if self.runs.is_empty() {
+            return None;
+        }
+        let mut left = work;
+        let mut base = from - from % self.cycle_ns;
+        let mut first = None;
+        loop {
+            for &(start, stop) in &self.runs {
+                let lo = (base + start).max(from);
+                let hi = base + stop;
+                if hi <= lo {
+                    continue;
+                }
+                first.get_or_insert(lo);
+                if hi - lo >= left {
+                    return Some((first.expect("set"), lo + left));
+                }
+                left -= hi - lo;
+            }
+            base += self.cycle_ns;
+        }
+    }
+}
+
+/// Frames finished in each of `windows` windows Γ = b·d by one process
+/// whose frame k is released at `first_release_ns + k·d` and needs
+/// `work(k)` ns of CPU, run in order, only inside `timeline`. Windows start
+/// when the first frame starts (as the benchmark counts them); a frame
+/// finishing exactly at a window's end meets it.
+pub fn frames_done_per_window(
+    timeline: &RowTimeline,
+    spec: &RtSpec,
+    first_release_ns: u64,
+    windows: usize,
+    work: impl Fn(u64) -> u64,
+) -> Vec<u32> {
+    let window_ns = spec.window_ns();
+    let frames = (windows as u64 + 2) * u64::from(spec.frames);
+    let mut done = Vec::new();
+    let mut free_at = 0;
+    let mut window_start = None;
+    for k in 0..frames {
+        let release = first_release_ns + k * spec.period_ns;
+        let Some((started, finished)) = timeline.run(release.max(free_at), work(k).max(1)) else {
+            return vec![0; windows];
+        };
+        window_start.get_or_insert(started);
+        done.push(finished);
+        free_at = finished;
+    }
+    let start = window_start.unwrap_or(0);
+    (0..windows as u64)
+        .map(|w| {
+            let (lo, hi) = (start + w * window_ns, start + (w + 1) * window_ns);
+            done.iter().filter(|&&at| at > lo && at <= hi).count() as u32
+        })
+        .collect()
+}
+
+/// True when every window of `spec` ends at the same phase of a cycle of
+/// `cycle_ns`: Γ is a multiple of Ψ.
+pub fn is_phase_locked(spec: &RtSpec, cycle_ns: u64) -> bool {
+    cycle_ns > 0 && spec.window_ns().is_multiple_of(cycle_ns)
+}
+
+/// The most frames a window can end short in steady state when the phase
+/// drifts: the frames released during the longest stretch of the cycle
+/// without the job's rows, ⌈gap / d⌉. 0 when phase-locked.
+pub fn worst_window_shortfall(spec: &RtSpec, timeline: &RowTimeline) -> u64 {
+    if is_phase_locked(spec, timeline.cycle_ns) {
+        return 0;
+    }
+    let supplied = timeline.supply(0, timeline.cycle_ns);
+    if supplied == 0 {
+        return u64::from(spec.frames);
+    }
+    // Longest gap, wrapping around the cycle's end.
+    let mut gap = 0;
+    for (i, &(_, stop)) in timeline.runs.iter().enumerate() {
+        let next = timeline
+            .runs
+            .get(i + 1)
+            .map_or(timeline.runs[0].0 + timeline.cycle_ns, |run| run.0);
+        gap = gap.max(next - stop);
+    }
+    gap.div_ceil(spec.period_ns).min(u64::from(spec.frames))
+}
+
+impl OneLevelGang {
+    /// True when `job` is an allocated RT job whose window is a multiple of
+    /// the current rotation's cycle (rotation length × slot): its windows
+    /// after the first finish b frames whenever its rows pay for them.
+    /// `None` for BE, waiting or unknown jobs.
+    pub fn runs_in_phase(&self, job: JobId) -> Option<bool> {
+        let held = self.allocated.get(&job)?;
+        let spec = held.job.rt_spec()?;
+        let cycle = self.config.slot_ns() * self.rotation().len() as u64;
+        Some(is_phase_locked(spec, cycle))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// The bench's RT job: d = 10 ms, b = 20 (Γ = 200 ms), τ = 2 ms.
+    fn bench_job() -> RtSpec {
+        RtSpec::new(10 * MS, 20, 2 * MS).expect("valid")
+    }
+
+    fn shortfall(done: &[u32], spec: &RtSpec) -> u32 {
+        done.iter().map(|&n| spec.frames.saturating_sub(n)).sum()
+    }
+
+    #[test]
+    fn a_60_ms_cycle_against_a_200_ms_window_misses_frames_in_steady_state() {
+        // r = ⌈M·τ/d⌉ = 2 of M = 6 rows of 10 ms: 20 ms of CPU per 60 ms
+        // for 12 ms of frames — plenty — yet windows come up short.
+        let spec = bench_job();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0, 1]);
+        let mut short_after_first = 0;
+        for release in (0..60).step_by(5) {
+            let done = frames_done_per_window(&timeline, &spec, release * MS, 12, |_| 2 * MS);
+            short_after_first += shortfall(&done[1..], &spec);
+            assert!(
+                done.iter()
+                    .all(|&n| u64::from(spec.frames) - u64::from(n.min(20)) <= 4)
+            );
+        }
+        assert!(short_after_first > 0);
+        assert!(!is_phase_locked(&spec, timeline.cycle_ns));
+        assert_eq!(worst_window_shortfall(&spec, &timeline), 4);
+    }
+
+    #[test]
+    fn a_cycle_dividing_the_window_finishes_b_frames_in_every_window_after_the_first() {
+        let spec = bench_job();
+        for slots in [4, 5] {
+            // 40 and 50 ms cycles divide 200 ms.
+            let timeline = RowTimeline::from_slots(10 * MS, slots, &[0, 1]);
+            assert!(is_phase_locked(&spec, timeline.cycle_ns));
+            assert_eq!(worst_window_shortfall(&spec, &timeline), 0);
+            for release in 0..50 {
+                let done = frames_done_per_window(&timeline, &spec, release * MS, 12, |_| 2 * MS);
+                assert!(
+                    done[1..].iter().all(|&n| n == 20),
+                    "{slots} slots, release at {release} ms: {done:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_window_can_end_short_by_the_wait_at_its_end_even_when_phase_locked() {
+        let spec = bench_job();
+        let timeline = RowTimeline::from_slots(10 * MS, 5, &[0, 1]);
+        let short: Vec<u32> = (0..50)
+            .map(|release| {
+                let done = frames_done_per_window(&timeline, &spec, release * MS, 3, |_| 2 * MS);
+                spec.frames.saturating_sub(done[0])
+            })
+            .collect();
+        assert!(short.iter().any(|&s| s > 0));
+        assert!(short.iter().all(|&s| s <= 3), "{short:?}");
+    }
+
+    #[test]
+    fn rows_that_cannot_pay_for_the_frames_miss_even_when_phase_locked() {
+        // One 10 ms row per 50 ms: 8 ms of frames due per 10 ms of CPU in
+        // 50 ms is fine, τ = 3 ms is not (15 ms due).
+        let spec = RtSpec::new(10 * MS, 20, 3 * MS).expect("valid");
+        let timeline = RowTimeline::from_slots(10 * MS, 5, &[0]);
+        let done = frames_done_per_window(&timeline, &spec, 0, 6, |_| 3 * MS);
+        assert!(done[1..].iter().all(|&n| n < 20), "{done:?}");
+    }
+}
