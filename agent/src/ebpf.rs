@@ -23,6 +23,12 @@ use crate::{
 /// The eBPF object built by aya-build (empty when built without bpf-linker).
 static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/cosched-probes"));
 
+/// How long the waiting detectors stay attached once no task is tracked
+/// (their cost falls on every system call of the machine, their detach
+/// takes ~1 s of RCU waits): back-to-back jobs keep them, an idle node
+/// sheds them.
+pub const DETECTOR_LINGER: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The loaded programs and the maps the agent uses.
 pub struct Probes {
     ebpf: Ebpf,
@@ -45,6 +51,14 @@ pub struct Probes {
     /// docs/benchmarks.md), so they are attached only while the agent
     /// tracks a task.
     detector_links: Vec<(&'static str, TracePointLinkId)>,
+    /// Since when no task is tracked while the detectors are attached:
+    /// they are detached only after [`DETECTOR_LINGER`] of that, so the
+    /// next job of a busy node finds them attached.
+    detectors_idle_since: Option<std::time::Instant>,
+    /// A detach running on its own thread (see [`Probes::housekeeping`]);
+    /// the next attach waits for it (the kernel refuses a program attached
+    /// twice to one tracepoint: EEXIST).
+    detaching: Option<std::thread::JoinHandle<()>>,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
 }
@@ -176,6 +190,8 @@ impl Probes {
             wait_detectors,
             detector_hooks,
             detector_links: Vec::new(),
+            detectors_idle_since: None,
+            detaching: None,
             _stats: stats,
         })
     }
@@ -227,17 +243,35 @@ impl Probes {
     pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
         let _ = self.watch(tid, 0);
         absent_ok(self.tasks.remove(&tid))?;
-        if self.tasks.keys().next().is_none() {
-            self.detach_detectors();
+        if self.tasks.keys().next().is_none() && !self.detector_links.is_empty() {
+            self.detectors_idle_since
+                .get_or_insert_with(std::time::Instant::now);
         }
         Ok(())
+    }
+
+    /// Called from the agent's periodic poll: detaches the waiting
+    /// detectors once no task was tracked for [`DETECTOR_LINGER`].
+    pub fn housekeeping(&mut self) {
+        let idle_long_enough = self
+            .detectors_idle_since
+            .is_some_and(|since| since.elapsed() >= DETECTOR_LINGER);
+        if idle_long_enough && self.tasks.keys().next().is_none() {
+            self.detectors_idle_since = None;
+            self.detach_detectors();
+        }
     }
 
     /// Attaches the waiting detectors (once; they stay until no task is
     /// tracked).
     fn attach_detectors(&mut self) -> io::Result<()> {
+        self.detectors_idle_since = None;
         if !self.detector_links.is_empty() || self.detector_hooks.is_empty() {
             return Ok(());
+        }
+        if let Some(detaching) = self.detaching.take() {
+            // Rare: a job came within ~1 s of a lingering detach.
+            let _ = detaching.join();
         }
         for &(prog, event) in &self.detector_hooks {
             let link = tracepoint(&mut self.ebpf, prog)
@@ -252,15 +286,41 @@ impl Probes {
         Ok(())
     }
 
-    /// Detaches the waiting detectors (no task is tracked any more).
+    /// Detaches the waiting detectors (no task tracked for a while) on a
+    /// thread of its own: closing a `syscalls` tracepoint's perf event waits
+    /// for RCU grace periods (60–120 ms per close here, ~1.2 s for the nine
+    /// detectors, strace'd), and on the event loop that held heartbeats past
+    /// the coordinator's timeout at the end of every job.
     fn detach_detectors(&mut self) {
+        let mut links = Vec::new();
         for (prog, link) in std::mem::take(&mut self.detector_links) {
-            let r = tracepoint(&mut self.ebpf, prog).and_then(|p| Ok(p.detach(link)?));
-            if let Err(e) = r {
-                tracing::warn!("detaching {prog}: {e:#}");
+            match tracepoint(&mut self.ebpf, prog).and_then(|p| Ok(p.take_link(link)?)) {
+                Ok(link) => links.push((prog, link)),
+                Err(e) => tracing::warn!("detaching {prog}: {e:#}"),
             }
         }
-        tracing::debug!("waiting detectors detached (no task tracked)");
+        let detach = move || {
+            let started = std::time::Instant::now();
+            for (prog, link) in links {
+                if let Err(e) = aya::programs::links::Link::detach(link) {
+                    tracing::warn!("detaching {prog}: {e:#}");
+                }
+            }
+            tracing::debug!(
+                took_ms = started.elapsed().as_millis() as u64,
+                "waiting detectors detached (no task tracked)"
+            );
+        };
+        match std::thread::Builder::new()
+            .name("cosched-detach".into())
+            .spawn(detach)
+        {
+            Ok(handle) => self.detaching = Some(handle),
+            // The closure, and with it the links, was dropped: detached here.
+            Err(e) => {
+                tracing::warn!("cannot start the detach thread ({e}); detached on the event loop")
+            }
+        }
     }
 
     pub fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {

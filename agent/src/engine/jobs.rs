@@ -311,6 +311,7 @@ impl<K: Kernel> Engine<K> {
     /// Periodic work: counter snapshot, exits the event stream missed, job
     /// completion, metrics. Returns jobs that finished in this poll.
     pub fn poll(&mut self, now_ns: u64, agent_cpu_seconds: f64) -> Vec<JobId> {
+        self.k.housekeeping();
         if let Err(e) = self.ledger.flush() {
             tracing::warn!("updating the restore journal: {e}");
         }

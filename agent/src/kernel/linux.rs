@@ -359,6 +359,10 @@ impl Kernel for Linux {
         self.probes.untrack(tid)
     }
 
+    fn housekeeping(&mut self) {
+        self.probes.housekeeping();
+    }
+
     fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {
         self.probes.task_stat(tid)
     }

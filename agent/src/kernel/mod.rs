@@ -154,6 +154,9 @@ pub trait Kernel: TaskControl + FrameCounters {
     fn watch(&mut self, tid: u32, flags: u32) -> io::Result<()>;
     /// Stop tracking a task (remove it from the managed-task map).
     fn untrack(&mut self, tid: u32) -> io::Result<()>;
+    /// Periodic upkeep of the kernel side, from the agent's poll (the real
+    /// kernel: detaching idle waiting detectors off the event loop).
+    fn housekeeping(&mut self) {}
     /// Current counters of one tracked task (None if not tracked).
     fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>>;
     /// Current counters of every tracked task.
