@@ -49,7 +49,7 @@ pub struct Probes {
     /// the kernel's syscall-tracing path (~125–165 ns more per context switch
     /// of the overhead bench's pipe ping-pong, two system calls per switch:
     /// docs/benchmarks.md), so they are attached only while the agent
-    /// tracks a task.
+    /// tracks a task, and for [`DETECTOR_LINGER`] after the last one.
     detector_links: Vec<(&'static str, TracePointLinkId)>,
     /// Since when no task is tracked while the detectors are attached:
     /// they are detached only after [`DETECTOR_LINGER`] of that, so the
@@ -262,8 +262,8 @@ impl Probes {
         }
     }
 
-    /// Attaches the waiting detectors (once; they stay until no task is
-    /// tracked).
+    /// Attaches the waiting detectors (once; they stay until no task was
+    /// tracked for [`DETECTOR_LINGER`], see [`Probes::housekeeping`]).
     fn attach_detectors(&mut self) -> io::Result<()> {
         self.detectors_idle_since = None;
         if !self.detector_links.is_empty() || self.detector_hooks.is_empty() {

@@ -28,7 +28,7 @@ pub fn attach_target(cgroup: Option<String>, pid: Option<u32>) -> Result<AttachT
 /// (`agent-user.sock`), where the agent checks them against the caller's
 /// peer credentials; the rest goes to the root-only control socket.
 pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
-    let path = socket_for(socket, request, is_root());
+    let path = socket_for(socket, request, cosched_proto::jsonl::caller_is_root());
     Client::connect(&path)?.call(request, timeout)
 }
 
@@ -40,11 +40,6 @@ pub fn socket_for(socket: &Path, request: &Request, root: bool) -> PathBuf {
     } else {
         socket.to_path_buf()
     }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Asks the agent to add `pid` (and its descendants) to `job`, retrying

@@ -115,6 +115,8 @@ pub const LOCAL_JOB_IDS: JobId = 1 << 30;
 
 /// The agent's user socket next to its control socket `control`:
 /// `agent.sock` → `agent-user.sock` (any other name gets `-user` appended).
+/// The coordinator names its user socket beside its admin socket the same
+/// way (`coordinator-user.sock`).
 /// Any local user may connect to it; it takes only requests about the
 /// caller's own processes (see [`Request::allowed_for_users`]).
 pub fn user_socket_path(control: &std::path::Path) -> std::path::PathBuf {

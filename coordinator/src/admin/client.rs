@@ -60,7 +60,7 @@ pub fn call(
     request: &Request,
     timeout: Duration,
 ) -> Result<Reply, ClientError> {
-    let path = socket_for(admin_socket, is_root());
+    let path = socket_for(admin_socket, cosched_proto::jsonl::caller_is_root());
     Client::connect(&path)?.call(request, timeout)
 }
 
@@ -72,11 +72,6 @@ pub fn socket_for(admin_socket: &Path, root: bool) -> PathBuf {
     } else {
         admin_socket.to_path_buf()
     }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 #[cfg(test)]

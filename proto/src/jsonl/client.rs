@@ -50,3 +50,11 @@ impl LineClient {
         Ok(serde_json::from_str(&answer)?)
     }
 }
+
+/// Whether this process runs as root (effective uid 0): clients of both
+/// daemons then use the root-only socket, everyone else the user socket
+/// next to it.
+pub fn caller_is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -15,7 +15,7 @@ mod memory;
 #[cfg(feature = "tokio")]
 mod server;
 
-pub use client::{LineClient, LineError};
+pub use client::{LineClient, LineError, caller_is_root};
 pub use limits::LineLimits;
 #[cfg(feature = "tokio")]
 pub use server::{Call, Peer, PeerCall, serve, serve_peers};
