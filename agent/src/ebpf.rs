@@ -59,6 +59,11 @@ pub struct Probes {
     /// the next attach waits for it (the kernel refuses a program attached
     /// twice to one tracepoint: EEXIST).
     detaching: Option<std::thread::JoinHandle<()>>,
+    /// A task came while that detach still ran: the detectors are attached
+    /// again by [`Probes::housekeeping`] once it has finished, instead of
+    /// the event loop waiting up to ~1.2 s for it (the task's waits go
+    /// unseen meanwhile; its arrivals and switches do not).
+    attach_after_detach: bool,
     /// Keeps the kernel's BPF run-time statistics on while the agent runs.
     _stats: Option<OwnedFd>,
 }
@@ -192,6 +197,7 @@ impl Probes {
             detector_links: Vec::new(),
             detectors_idle_since: None,
             detaching: None,
+            attach_after_detach: false,
             _stats: stats,
         })
     }
@@ -243,16 +249,27 @@ impl Probes {
     pub fn untrack(&mut self, tid: u32) -> io::Result<()> {
         let _ = self.watch(tid, 0);
         absent_ok(self.tasks.remove(&tid))?;
-        if self.tasks.keys().next().is_none() && !self.detector_links.is_empty() {
-            self.detectors_idle_since
-                .get_or_insert_with(std::time::Instant::now);
+        if self.tasks.keys().next().is_none() {
+            self.attach_after_detach = false;
+            if !self.detector_links.is_empty() {
+                self.detectors_idle_since
+                    .get_or_insert_with(std::time::Instant::now);
+            }
         }
         Ok(())
     }
 
     /// Called from the agent's periodic poll: detaches the waiting
-    /// detectors once no task was tracked for [`DETECTOR_LINGER`].
+    /// detectors once no task was tracked for [`DETECTOR_LINGER`], and
+    /// attaches them again for a task that came during that detach once it
+    /// has finished.
     pub fn housekeeping(&mut self) {
+        if self.attach_after_detach && self.detaching.as_ref().is_none_or(|d| d.is_finished()) {
+            self.attach_after_detach = false;
+            if let Err(e) = self.attach_detectors() {
+                tracing::warn!("attaching the waiting detectors after a detach: {e}");
+            }
+        }
         let idle_long_enough = self
             .detectors_idle_since
             .is_some_and(|since| since.elapsed() >= DETECTOR_LINGER);
@@ -269,9 +286,21 @@ impl Probes {
         if !self.detector_links.is_empty() || self.detector_hooks.is_empty() {
             return Ok(());
         }
-        if let Some(detaching) = self.detaching.take() {
-            // Rare: a job came within ~1 s of a lingering detach.
-            let _ = detaching.join();
+        match self.detaching.take() {
+            // Rare: a job came within ~1 s of a lingering detach. Attached
+            // by `housekeeping` when the detach is over.
+            Some(detaching) if !detaching.is_finished() => {
+                self.detaching = Some(detaching);
+                self.attach_after_detach = true;
+                tracing::debug!(
+                    "a task came during the detach: detectors attached again when it is over"
+                );
+                return Ok(());
+            }
+            Some(finished) => {
+                let _ = finished.join();
+            }
+            None => {}
         }
         for &(prog, event) in &self.detector_hooks {
             let link = tracepoint(&mut self.ebpf, prog)

@@ -169,7 +169,7 @@ pub fn node(socket: &Path, timeout: Duration, json: bool, action: NodeAction) ->
     };
     let reply = match node::call(socket, &request, timeout) {
         Ok(reply) => reply,
-        Err(control::ClientError::Refused(why)) => return fail(why),
+        Err(control::ClientError::Refused { why, .. }) => return fail(why),
         Err(error) => return fail(error),
     };
     if json {

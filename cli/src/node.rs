@@ -36,7 +36,7 @@ pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply
 /// root and a request users may make, the user socket.
 pub fn socket_for(socket: &Path, request: &Request, root: bool) -> PathBuf {
     if !root && request.allowed_for_users() {
-        cosched_proto::control::user_socket_path(socket)
+        cosched_proto::jsonl::user_socket_path(socket)
     } else {
         socket.to_path_buf()
     }
@@ -65,13 +65,13 @@ pub fn join(
         match call(socket, &request, Duration::from_secs(10)) {
             Ok(Reply::Joined { tasks, .. }) => return Ok(tasks),
             Ok(other) => return Err(format!("unexpected reply from the agent: {other:?}")),
-            Err(ClientError::Refused(why))
+            Err(ClientError::Refused { why, .. })
                 if why.contains(&format!("unknown job {job_id}"))
                     && std::time::Instant::now() < deadline =>
             {
                 std::thread::sleep(Duration::from_millis(100));
             }
-            Err(ClientError::Refused(why)) if why.contains("unknown job") => {
+            Err(ClientError::Refused { why, .. }) if why.contains("unknown job") => {
                 return Err(format!(
                     "{why}: the agent at {} was not told to expect job {job_id} within {:.0} s (is it attached, with this node among its --nodes?)",
                     socket.display(),

@@ -91,7 +91,7 @@ pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
     ));
     let user_socket = config
         .user_socket
-        .then(|| cosched_proto::control::user_socket_path(&config.admin_socket));
+        .then(|| cosched_proto::jsonl::user_socket_path(&config.admin_socket));
     let (user_tx, mut user_calls) = mpsc::channel::<admin::server::UserCall>(64);
     if let Some(path) = &user_socket {
         let listener = admin::server::bind_user(path)?;

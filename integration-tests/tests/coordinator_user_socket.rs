@@ -20,7 +20,7 @@ use cosched_integration_tests::{
     require_root,
     users::{Groups, OTHER, USER, as_user},
 };
-use cosched_proto::control::user_socket_path;
+use cosched_proto::jsonl::user_socket_path;
 
 /// `cosched --json --socket <admin socket> ARGS` as `uid`.
 fn cosched_as(uid: u32, socket: &Path, args: &[&str]) -> Output {

@@ -11,7 +11,10 @@ use cosched_integration_tests::{
     require_root,
     users::{Groups, OTHER, USER, as_user},
 };
-use cosched_proto::control::{AttachTarget, JobInfo, Reply, Request, user_socket_path};
+use cosched_proto::{
+    control::{AttachTarget, JobInfo, Reply, Request},
+    jsonl::user_socket_path,
+};
 
 fn cosched_as(uid: u32, agent: &TestAgent, args: &[&str]) -> Output {
     let mut cmd = as_user(uid);

@@ -3,7 +3,8 @@
 //! `epoll_wait(…, 0)` or on `sched_yield()` as waiting (counted by kind,
 //! its spin episode starts), act on it (DCS boosts a preempted poll
 //! spinner), and do not take a task that checked once and then computes for
-//! a spinner (spin-block leaves it alone).
+//! a spinner (spin-block leaves it alone). The detectors linger after a
+//! job and come back for the next, also when it comes during their detach.
 //!
 //! Observed from outside with the plain syscalls and the agents' control
 //! sockets and metrics; states are asserted seen at least once, never how
@@ -297,4 +298,101 @@ fn a_task_that_waits_once_and_then_computes_is_not_spinning() {
         agent.metrics(),
         agent.log()
     );
+}
+
+/// The agent's BPF link file descriptors: one per attached program, so the
+/// waiting detectors (one `syscalls` event each) show here.
+fn bpf_links(agent: &TestAgent) -> usize {
+    std::fs::read_dir(format!("/proc/{}/fd", agent.pid()))
+        .map(|fds| {
+            fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+                .filter(|target| target.to_string_lossy() == "anon_inode:bpf_link")
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Adopts a fresh `poll-once-then-compute` as job `job_id`.
+fn adopt_checker(agent: &TestAgent, job_id: u32) -> Helper {
+    let helper = Helper::start();
+    let reply = agent.call(Request::Adopt {
+        job_id,
+        name: format!("checker-{job_id}"),
+        pids: vec![helper.pid()],
+        sched: None,
+        move_to_node: false,
+        class: cosched_proto::wire::JobClass::BestEffort,
+    });
+    assert!(
+        matches!(reply, Ok(Reply::Adopted { .. })),
+        "adopt: {reply:?}\n{}",
+        agent.log()
+    );
+    helper
+}
+
+/// The waiting detectors cost every system call on the machine, so they are
+/// attached only while a task is tracked and detached (off the event loop)
+/// 10 s after the last one left; a job that comes while that detach runs
+/// gets them back once it is over, and its waits are counted.
+#[test]
+fn the_waiting_detectors_linger_after_a_job_and_come_back_for_the_next() {
+    require_root();
+    let _serial = exclusive();
+    let agent = TestAgent::start(AgentOpts {
+        node: "linger",
+        cpus: vec![0],
+        ..AgentOpts::default()
+    });
+    let idle = bpf_links(&agent);
+    let helper = adopt_checker(&agent, 1);
+    let attached = bpf_links(&agent);
+    assert!(
+        attached > idle,
+        "adopting a task attached no detector ({idle} links before and after)\n{}",
+        agent.log()
+    );
+
+    drop(helper);
+    assert!(
+        eventually(Duration::from_secs(5), || job_info(&agent, 1).live_tasks
+            == 0),
+        "the killed task never left job 1\n{}",
+        agent.log()
+    );
+    assert_eq!(
+        bpf_links(&agent),
+        attached,
+        "the detectors did not linger after the last task left\n{}",
+        agent.log()
+    );
+
+    // Wait for the detach to begin, and adopt the next job right then:
+    // while it runs, or (if it was over between two looks) after it.
+    let began = watch(Duration::from_secs(30), || {
+        std::thread::sleep(Duration::from_millis(2));
+        (bpf_links(&agent) < attached).then_some(())
+    });
+    assert!(
+        began.is_some(),
+        "the detectors were never detached\n{}",
+        agent.log()
+    );
+    let helper = adopt_checker(&agent, 2);
+    assert!(
+        eventually(Duration::from_secs(10), || bpf_links(&agent) == attached),
+        "the detectors did not come back for the next job: {} links, {attached} expected\n{}",
+        bpf_links(&agent),
+        agent.log()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || job_info(&agent, 2)
+            .stats
+            .empty_polls
+            > 0),
+        "the next job's waits were not counted: {:?}\n{}",
+        job_info(&agent, 2).stats,
+        agent.log()
+    );
+    drop(helper);
 }

@@ -2,13 +2,11 @@
 //! socket, one request and one reply per line. Only root (the socket is created
 //! mode 0600) can talk to it; it is how the coordinator-less tools (the xtask
 //! cluster, benchmarks, tests) launch and inspect jobs on a node.
-use std::{path::Path, time::Duration};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{
     job::{JobId, JobSpec, SchedRequest},
-    jsonl::{LineClient, LineError},
     strict,
     wire::JobClass,
 };
@@ -112,24 +110,6 @@ pub enum Request {
 /// far above the coordinator's ids, so a local job and a cluster job do not
 /// share an id on a node that also talks to a coordinator.
 pub const LOCAL_JOB_IDS: JobId = 1 << 30;
-
-/// The agent's user socket next to its control socket `control`:
-/// `agent.sock` → `agent-user.sock` (any other name gets `-user` appended).
-/// The coordinator names its user socket beside its admin socket the same
-/// way (`coordinator-user.sock`).
-/// Any local user may connect to it; it takes only requests about the
-/// caller's own processes (see [`Request::allowed_for_users`]).
-pub fn user_socket_path(control: &std::path::Path) -> std::path::PathBuf {
-    let name = control
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let user = match name.strip_suffix(".sock") {
-        Some(stem) => format!("{stem}-user.sock"),
-        None => format!("{name}-user"),
-    };
-    control.with_file_name(user)
-}
 
 impl Request {
     /// The op's name on the wire.
@@ -238,15 +218,7 @@ pub enum Reply {
 }
 
 /// What the agent replies: a result or a human-readable error.
-// Replies are built once per request and serialized at once: their size does
-// not matter, boxing them would only complicate matching.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Response {
-    Ok(Reply),
-    Error(String),
-}
+pub type Response = crate::jsonl::Verdict<Reply>;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "state")]
@@ -398,41 +370,21 @@ pub struct ReloadOutcome {
     pub message: String,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("cannot connect to agent control socket {path}: {source}")]
-    Connect {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("agent control socket: {0}")]
-    Line(#[from] LineError),
-    #[error("agent refused: {0}")]
-    Refused(String),
+/// The control socket's protocol, for [`Client`].
+pub struct Control;
+
+impl crate::jsonl::Protocol for Control {
+    type Request = Request;
+    type Reply = Reply;
+    const SOCKET: &'static str = "agent control socket";
+    const DAEMON: &'static str = "agent";
+    const UNREACHABLE_HINT: &'static str =
+        " (is cosched-agent running, and is this its control_socket?)";
 }
 
 /// A blocking client, for tools and tests.
-pub struct Client(LineClient);
-
-impl Client {
-    pub fn connect(path: impl AsRef<Path>) -> Result<Self, ClientError> {
-        let path = path.as_ref();
-        LineClient::connect(path)
-            .map(Self)
-            .map_err(|source| ClientError::Connect {
-                path: path.display().to_string(),
-                source,
-            })
-    }
-
-    /// Sends a request and waits for its reply; `timeout` bounds the wait.
-    pub fn call(&mut self, req: &Request, timeout: Duration) -> Result<Reply, ClientError> {
-        match self.0.call::<_, Response>(req, timeout)? {
-            Response::Ok(r) => Ok(r),
-            Response::Error(e) => Err(ClientError::Refused(e)),
-        }
-    }
-}
+pub type Client = crate::jsonl::Client<Control>;
+pub use crate::jsonl::ClientError;
 
 #[cfg(test)]
 mod tests {
@@ -552,19 +504,6 @@ mod tests {
             .map(Request::op)
             .collect();
         assert_eq!(allowed, ["join", "leave", "jobs", "status"]);
-    }
-
-    #[test]
-    fn the_user_socket_sits_next_to_the_control_socket() {
-        use std::path::Path;
-        assert_eq!(
-            user_socket_path(Path::new("/run/cosched/agent.sock")),
-            Path::new("/run/cosched/agent-user.sock")
-        );
-        assert_eq!(
-            user_socket_path(Path::new("/tmp/x/ctl")),
-            Path::new("/tmp/x/ctl-user")
-        );
     }
 
     #[test]

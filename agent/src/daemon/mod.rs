@@ -159,7 +159,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     ));
     let user_socket = cfg
         .user_socket
-        .then(|| cosched_proto::control::user_socket_path(&cfg.control_socket));
+        .then(|| cosched_proto::jsonl::user_socket_path(&cfg.control_socket));
     let (user_tx, mut user_calls) = mpsc::channel::<control::UserCall>(64);
     if let Some(path) = &user_socket {
         let listener = control::bind_user(path)?;

@@ -148,15 +148,7 @@ pub enum Reply {
 }
 
 /// A reply or a human-readable error.
-// Built once per request and serialised at once: boxing the reply would only
-// complicate matching.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Response {
-    Ok(Reply),
-    Error(String),
-}
+pub type Response = cosched_proto::jsonl::Verdict<Reply>;
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,8 @@
 //! socket and the coordinator's admin socket); each protocol keeps its own
 //! request/reply types and error messages.
 //!
-//! - [`LineClient`]: the blocking client tools and tests use.
+//! - [`LineClient`]: the blocking client tools and tests use; [`Client`] types
+//!   it for one [`Protocol`] (request, reply, the daemon's name in errors).
 //! - [`LineLimits`]: the server's caps and time-outs, as daemons configure them.
 //! - `serve` (feature `tokio`): the server both daemons run.
 mod client;
@@ -14,8 +15,10 @@ mod line;
 mod memory;
 #[cfg(feature = "tokio")]
 mod server;
+mod typed;
 
 pub use client::{LineClient, LineError, caller_is_root};
 pub use limits::LineLimits;
 #[cfg(feature = "tokio")]
 pub use server::{Call, Peer, PeerCall, serve, serve_peers};
+pub use typed::{Client, ClientError, Protocol, Verdict, socket_for, user_socket_path};
