@@ -226,20 +226,7 @@ fn spin_block_over_a_task_that_checks_then_computes(gap_us: Option<u64>) -> (Tes
         extra: &format!("policy = \"sb\"\n[sb]\nspin_threshold_us = 500\n{detect}"),
         ..AgentOpts::default()
     });
-    let helper = Helper::start();
-    let reply = agent.call(Request::Adopt {
-        job_id: 1,
-        name: "checks-then-computes".into(),
-        pids: vec![helper.pid()],
-        sched: None,
-        move_to_node: false,
-        class: cosched_proto::wire::JobClass::BestEffort,
-    });
-    assert!(
-        matches!(reply, Ok(Reply::Adopted { .. })),
-        "adopt: {reply:?}\n{}",
-        agent.log()
-    );
+    let helper = adopt_checker(&agent, 1);
     (agent, helper)
 }
 
