@@ -411,6 +411,33 @@ pub mod offcpu_arrival {
     pub const READY: u32 = 2;
 }
 
+/// Is an arrival for a managed task a decision the agent must hear at once
+/// (an `event_kind::ARRIVAL` record that wakes it), or only counted?
+/// `watch`: the task's [`watch_flags`]; `waiting`: it is in a spin episode.
+/// Only a receiver that is ready but not running (preempted while spinning;
+/// with [`offcpu_arrival::READY`] also preempted while computing) is a
+/// decision: one blocked in a receive is woken by the kernel, one on a CPU
+/// runs already, one boosted runs as soon as it can. A task the policy
+/// holds back is a decision wherever it is: its wait is over. The eBPF
+/// `sk_data_ready` program and the simulator both judge with this.
+#[inline(always)]
+pub fn arrival_reported(
+    settings: &Settings,
+    watch: u32,
+    on_cpu: bool,
+    waiting: bool,
+    last_out_preempted: bool,
+) -> bool {
+    let ready_off_cpu = !on_cpu
+        && watch & watch_flags::BOOSTED == 0
+        && match settings.wake_on_offcpu_arrival {
+            offcpu_arrival::WAITING => waiting,
+            offcpu_arrival::READY => last_out_preempted || waiting,
+            _ => false,
+        };
+    ready_off_cpu || watch & watch_flags::HELD != 0
+}
+
 /// Kinds of [`TimelineRecord`]s.
 pub mod timeline_kind {
     /// A context switch with a managed task on either side.

@@ -19,10 +19,10 @@ use aya_ebpf::{
 };
 use cosched_agent_common::{
     CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS,
-    Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord, episode, event_flags,
-    event_kind, in_spin_episode,
+    Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord, arrival_reported, episode,
+    event_flags, event_kind, in_spin_episode,
     layout::{self, Field},
-    offcpu_arrival, timeline_kind, watch_flags,
+    timeline_kind, watch_flags,
 };
 
 #[map]
@@ -464,8 +464,8 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     }
     // Only a receiver that is ready but not running (preempted while
     // spinning; with `READY` also preempted while computing) is a decision,
-    // as the agent's settings say: one blocked in a receive is woken by the
-    // kernel, one on a CPU is running already. A task the policy holds back
+    // as the agent's settings say (`arrival_reported`): one blocked in a
+    // receive is woken by the kernel, one on a CPU is running already. A task the policy holds back
     // (spin-block) is a decision wherever it is: its wait is over. Every
     // other arrival is only counted (above): the agent reads the counters at
     // its tick, so the ring (and the agent's drain) sees no per-message cost.
@@ -475,16 +475,15 @@ pub fn sk_data_ready(ctx: TracePointContext) -> u32 {
     // whenever the agent next woke, 0.5–2 ms later, they were stale — the
     // boost had ended, the message was read — yet re-boosted the task, and
     // made the 1–2 ms tail of DCS's reaction latency.)
-    let s = settings();
-    let ready_off_cpu = !on_cpu
-        && !watched(tid, watch_flags::BOOSTED)
-        && match s.wake_on_offcpu_arrival {
-            offcpu_arrival::WAITING => waiting,
-            offcpu_arrival::READY => t.last_out_preempted != 0 || waiting,
-            _ => false,
-        };
-    let held = !ready_off_cpu && watched(tid, watch_flags::HELD);
-    if !ready_off_cpu && !held {
+    // SAFETY: value read by copy.
+    let watch = unsafe { WATCH.get(&tid) }.copied().unwrap_or(0);
+    if !arrival_reported(
+        &settings(),
+        watch,
+        on_cpu,
+        waiting,
+        t.last_out_preempted != 0,
+    ) {
         return 0;
     }
     let ev = Event {

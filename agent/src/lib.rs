@@ -32,11 +32,12 @@ pub mod lifeline;
 pub mod limits;
 pub mod metrics;
 pub mod pidfd;
-pub mod policy_driver;
+/// Moved to the policy crate (the simulator feeds its policies with it too).
+pub use cosched_policy::driver as policy_driver;
 pub mod program;
 pub mod registry;
 pub mod restore;
 pub mod rt_frames;
 pub mod threads;
 pub mod tracefs;
-pub mod wakeup;
+pub use cosched_policy::driver::wakeup;

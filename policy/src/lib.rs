@@ -11,6 +11,10 @@
 //!   RT specs, 1GS, 2DCS-TDM, 2DCS-PS, EDF, admission).
 //! - [`global`]: cluster-wide algorithms (Ousterhout matrix allocation, gang and
 //!   paired-gang slicing, clock-offset estimation).
+//! - [`driver`]: feeding a local policy from the eBPF side's per-task
+//!   counters and reports, as the agent does (and the simulator, with the
+//!   same code).
 pub mod classes;
+pub mod driver;
 pub mod global;
 pub mod local;

@@ -4,7 +4,7 @@ results in docs/results/local.json and gang.json) with cosched-sim on the
 machine parameters of machine.toml, and compares slowdowns cell by cell.
 
     python3 sim/calibration/calibrate.py [--sim target/release/cosched-sim]
-        [--seeds 5] [--only WORKLOAD,...] [--policies POLICY,...]
+        [--seeds 5] [--only WORKLOAD,...] [--policies POLICY,...] [--jobs N]
         [--out docs/results/sim/calibration.json]
     python3 sim/calibration/calibrate.py --table docs/results/sim/calibration.json
 
@@ -15,6 +15,7 @@ Each cell is the median over --seeds simulated runs (noise and the benches'
 3 repetitions alike), job by job.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import statistics
@@ -102,7 +103,7 @@ def simulate(sim, key, cell, seed, tmp):
     bench, workload, policy, mpl, slice_ms = key
     labels = list(cell["jobs"])
     specs, index = specs_for(labels)
-    jobs_path = os.path.join(tmp, "jobs.json")
+    jobs_path = os.path.join(tmp, f"jobs-{abs(hash((key, seed)))}.json")
     json.dump(specs, open(jobs_path, "w"))
     if bench == "local":
         glob, local = "local", policy
@@ -161,6 +162,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--only", default="")
     ap.add_argument("--policies", default="")
+    ap.add_argument("--jobs", type=int, default=1, help="simulations run at once")
     ap.add_argument("--out")
     ap.add_argument("--table", help="print the markdown table of an earlier --out file")
     args = ap.parse_args()
@@ -170,13 +172,20 @@ def main():
     only = set(filter(None, args.only.split(",")))
     pols = set(filter(None, args.policies.split(",")))
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for key, cell in sorted(measured_cells().items(), key=lambda kv: str(kv[0])):
-            if only and key[1] not in only:
-                continue
-            if pols and key[2] not in pols:
-                continue
-            runs = [simulate(args.sim, key, cell, seed, tmp) for seed in range(1, args.seeds + 1)]
+    cells = [
+        (key, cell)
+        for key, cell in sorted(measured_cells().items(), key=lambda kv: str(kv[0]))
+        if (not only or key[1] in only) and (not pols or key[2] in pols)
+    ]
+    with tempfile.TemporaryDirectory() as tmp, concurrent.futures.ThreadPoolExecutor(
+        max(1, args.jobs)
+    ) as pool:
+        futures = [
+            [pool.submit(simulate, args.sim, key, cell, seed, tmp) for seed in range(1, args.seeds + 1)]
+            for key, cell in cells
+        ]
+        for (key, cell), fs in zip(cells, futures):
+            runs = [f.result() for f in fs]
             for label, measured in cell["jobs"].items():
                 sims = [r[label]["slowdown"] for r in runs]
                 sim = statistics.median(sims)
@@ -197,6 +206,13 @@ def main():
                     f"ratio {sim / measured:5.2f}{'' if abs(sim / measured - 1) <= 0.1 else '  *'}",
                     flush=True,
                 )
+    columns = {}
+    for r in rows:
+        c = columns.setdefault((r["bench"], r["policy"]), [0, 0])
+        c[0] += abs(r["ratio"] - 1) <= 0.1
+        c[1] += 1
+    for (bench, policy), (ok, n) in sorted(columns.items()):
+        print(f"{bench:5} {policy:11} {ok}/{n}", file=sys.stderr)
     within = sum(abs(r["ratio"] - 1) <= 0.1 for r in rows)
     print(f"{within}/{len(rows)} job cells within +-10 %", file=sys.stderr)
     if args.out:

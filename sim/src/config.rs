@@ -64,6 +64,14 @@ pub struct ClusterParams {
     /// From a policy's decision to its level change taking effect (the
     /// agent's reaction: ring buffer, wakeup, sched_setattr).
     pub agent_delay_ns: Ns,
+    /// The agent's policy tick (`[agent] policy_tick_us`): how often it
+    /// reads the per-task counters the eBPF side keeps and feeds what
+    /// changed to the policy (slower while nothing spins, as the agent's
+    /// driver decides).
+    pub agent_tick_ns: Ns,
+    /// The spin gap (`[detect] spin_gap_us`): on-CPU time after an empty
+    /// wait past which a task computes rather than waits.
+    pub spin_gap_ns: Ns,
 }
 
 impl Default for ClusterParams {
@@ -88,6 +96,8 @@ impl Default for ClusterParams {
             net_latency_ns: 20_000,
             net_bandwidth_bytes_per_s: 1.25e9,
             agent_delay_ns: 20_000,
+            agent_tick_ns: 1_000_000,
+            spin_gap_ns: cosched_agent_common::DEFAULT_SPIN_GAP_NS,
         }
     }
 }

@@ -88,7 +88,11 @@ pub struct SimCounters {
     pub conditional_fired: u64,
     pub context_switches: u64,
     pub messages: u64,
+    /// Times the agents woke (ring-buffer reports and ticks).
     pub policy_events: u64,
+    /// Of which ring-buffer reports (arrivals, spin starts, long spins).
+    #[serde(default)]
+    pub ring_reports: u64,
     pub level_changes: u64,
     pub slices: u64,
     #[serde(default)]
@@ -243,6 +247,7 @@ pub fn report(
             context_switches: k.context_switches,
             messages: k.messages,
             policy_events: k.policy_events,
+            ring_reports: k.ring_reports,
             level_changes: k.level_changes,
             slices: k.slices,
             noise: k.noise,

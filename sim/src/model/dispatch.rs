@@ -4,7 +4,7 @@
 //! runtime with a time slice, then SCHED_IDLE tasks; a context switch costs
 //! CPU time whenever a CPU changes tasks.
 
-use cosched_policy::local::{Event, SwitchOut, TaskId};
+use cosched_policy::local::SwitchOut;
 
 use super::task::{Activity, Class, TaskIdx, class_of};
 use super::{Calendar, Cluster, SimEvent};
@@ -26,7 +26,7 @@ impl Cluster {
             match (current, best) {
                 (None, Some(b)) => self.start_switch(node, cpu, b, cal),
                 (Some(cur), Some(b)) if self.beats(b, cur, resched, woken) => {
-                    self.switch_out(cur, SwitchOut::Preempted, cal);
+                    self.switch_out(cur, SwitchOut::Preempted);
                     self.start_switch(node, cpu, b, cal);
                 }
                 (Some(_), _) if resched => {
@@ -151,15 +151,7 @@ impl Cluster {
         c.slice_end = Ns::MAX;
         c.need_resched = false;
         self.tasks[t as usize].on_cpu = Some(cpu);
-        self.feed(
-            node,
-            &Event::SwitchedIn {
-                task: TaskId(t),
-                cpu,
-                at: now,
-            },
-            cal,
-        );
+        self.hook_switch_in(t, cpu, cal);
         let task = &self.tasks[t as usize];
         let iteration = task.iteration;
         let ready = match task.activity {

@@ -4,7 +4,6 @@
 //! every slice and the nodes enforce it.
 
 use cosched_policy::global::{JobId, JobRequest, PlacedJob, SubmitOutcome};
-use cosched_policy::local::{Event, JobId as LocalJobId, TaskId, TaskInfo};
 
 use super::task::Task;
 use super::{Calendar, Cluster, Rotation, SimEvent};
@@ -62,17 +61,8 @@ impl Cluster {
             self.tasks.push(task);
             let t = first + rank as u32;
             self.nodes[column].tasks.push(t);
-            let at = self.now;
-            self.feed(
-                node,
-                &Event::TaskAdded {
-                    task: TaskId(t),
-                    info: TaskInfo::of_job(LocalJobId(job)),
-                    at,
-                },
-                cal,
-            );
-            self.refresh_level(t, cal);
+            self.agent_task_added(t, cal);
+            self.refresh_level(t);
             self.advance(t, cal);
             self.task_changed(t, cal);
         }
@@ -113,8 +103,15 @@ impl Cluster {
                 let in_slice = Some(active.contains(&JobId(u64::from(task.job))));
                 if task.in_slice != in_slice {
                     task.in_slice = in_slice;
-                    self.refresh_level(t, cal);
+                    self.refresh_level(t);
                 }
+            }
+        }
+        if self.fcs_slots {
+            let until = self.now + self.config.sched.slice_ns;
+            for node in 0..self.nodes.len() {
+                let owner = slice.active_on(node).first().map(|j| j.0 as u32);
+                self.agent_slot_started(node as u32, owner, until, cal);
             }
         }
         self.slice = Some(slice);

@@ -1,7 +1,9 @@
 //! The cluster model (ClusterSchedSim's ClusterSim on seed 003's executive):
 //! nodes with CPUs and a local scheduler, tasks running their programs, the
 //! network, the front end with the coordinator's matrix, and one `policy`
-//! crate local policy per node, fed the events the agent would see.
+//! crate local policy per node, fed by the agent's own driver
+//! (`cosched_policy::driver`) from the counters and reports the eBPF side
+//! would give it.
 //!
 //! B events are the timed ones ([`SimEvent`]); the C activities, scanned in
 //! this order until none fires, are:
@@ -20,10 +22,12 @@ pub mod task;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use cosched_agent_common::Settings;
+use cosched_policy::driver::{PolicyDriver, wakeup};
 use cosched_policy::global::{
     GangScheduler, Matrix, MatrixConfig, PairedGangScheduler, Slice, UtilizationPredictor,
 };
-use cosched_policy::local::{Action, LocalPolicy, build_policy};
+use cosched_policy::local::{PolicyKind, WakeInterest, build_policy};
 
 use crate::config::{ClusterParams, GlobalMode, SimConfig, TickPhase};
 use crate::executive::{Calendar, Model, Ns};
@@ -57,7 +61,8 @@ pub enum SimEvent {
     },
     /// A blocked receiver becomes runnable.
     Wakeup(TaskIdx),
-    /// The local policy asked for a tick.
+    /// The agent's tick (its periodic counter read, or a timer of the
+    /// policy).
     Tick {
         node: u32,
         token: u64,
@@ -66,7 +71,11 @@ pub enum SimEvent {
     ApplyLevel {
         task: TaskIdx,
         level: cosched_policy::local::Level,
+        reason: cosched_policy::local::Reason,
     },
+    /// A spinner on its CPU may pass the spin the policy wants reported
+    /// (`Settings::spin_report_ns`).
+    SpinCheck(TaskIdx),
     /// The coordinator switches gang slices.
     SliceSwitch {
         token: u64,
@@ -100,7 +109,11 @@ pub struct Node {
     pub cpus: Vec<Cpu>,
     /// Tasks resident here (not finished).
     pub tasks: Vec<TaskIdx>,
-    pub policy: Box<dyn LocalPolicy>,
+    /// The agent's policy driver (the agent's own code).
+    pub driver: PolicyDriver,
+    /// What the policy wants to hear at once, and the eBPF settings from it.
+    pub interest: WakeInterest,
+    pub settings: Settings,
     pub tick_at: Option<Ns>,
     pub tick_token: u64,
     pub last_tick: Option<Ns>,
@@ -127,7 +140,11 @@ pub struct Counters {
     pub context_switches: u64,
     pub switch_ns: Ns,
     pub messages: u64,
+    /// Times the agent woke: ring-buffer reports (arrivals, spin starts,
+    /// long spins) plus ticks.
     pub policy_events: u64,
+    /// Of which ring-buffer reports.
+    pub ring_reports: u64,
     pub level_changes: u64,
     pub slices: u64,
     /// Interruptions by other work, and their CPU time.
@@ -149,13 +166,14 @@ pub struct Cluster {
     pub slice_started: Ns,
     pub slice_token: u64,
     pub slicing: bool,
+    /// FCS: the slices are the policy's slots (no gang overlay).
+    pub fcs_slots: bool,
     pub arrived: VecDeque<u32>,
     pub finished: VecDeque<u32>,
     pub dirty_nodes: BinaryHeap<Reverse<u32>>,
     pub jobs_done: usize,
     pub counters: Counters,
     rt_seq: u64,
-    action_buf: Vec<Action>,
     now: Ns,
     /// Draws the noise (in event order, so a run stays deterministic).
     rng: Rng,
@@ -166,6 +184,8 @@ pub struct Cluster {
 pub enum SetupError {
     #[error("local policy: {0}")]
     Policy(#[from] cosched_policy::local::ConfigError),
+    #[error("policy driver: {0}")]
+    Driver(String),
     #[error("matrix: {0}")]
     Matrix(#[from] cosched_policy::global::MatrixError),
     #[error("job {id} needs {nodes} nodes, the cluster has {cluster}")]
@@ -186,16 +206,23 @@ impl Cluster {
             return Err(SetupError::Empty);
         }
         let mut rng = Rng::new(c.seed);
+        build_policy(&config.sched.local)?;
+        let interest = WakeInterest::of(&config.sched.local);
         let mut nodes = Vec::with_capacity(c.nodes as usize);
         for _ in 0..c.nodes {
             let tick_phase = match c.tick_phase {
                 TickPhase::Random if c.tick_ns > 0 => rng.next_u64() % c.tick_ns,
                 _ => 0,
             };
+            let mut driver = PolicyDriver::new(&config.sched.local, c.agent_tick_ns.div_ceil(1000))
+                .map_err(SetupError::Driver)?;
+            driver.set_spin_gap(c.spin_gap_ns);
             nodes.push(Node {
                 cpus: (0..c.cpus_per_node).map(|_| Cpu::default()).collect(),
                 tasks: Vec::new(),
-                policy: build_policy(&config.sched.local)?,
+                driver,
+                interest,
+                settings: wakeup::settings(&interest, 0, c.spin_gap_ns),
                 tick_at: None,
                 tick_token: 0,
                 last_tick: None,
@@ -230,6 +257,7 @@ impl Cluster {
             ),
             GlobalMode::Local | GlobalMode::Fcfs => Rotation::None,
         };
+        let fcs_slots = s.global == GlobalMode::Gang && s.local.kind == PolicyKind::Fcs;
         let mut jobs = Vec::with_capacity(specs.len());
         for (index, spec) in specs.into_iter().enumerate() {
             if spec.nodes > c.nodes || spec.nodes == 0 {
@@ -260,13 +288,13 @@ impl Cluster {
             slice_started: 0,
             slice_token: 0,
             slicing: false,
+            fcs_slots,
             arrived: VecDeque::new(),
             finished: VecDeque::new(),
             dirty_nodes: BinaryHeap::new(),
             jobs_done: 0,
             counters: Counters::default(),
             rt_seq: 0,
-            action_buf: Vec::new(),
             now: 0,
             rng,
         })
@@ -313,7 +341,12 @@ impl Model for Cluster {
             SimEvent::Delivered { task, iteration } => self.delivered(task, iteration, cal),
             SimEvent::Wakeup(task) => self.wakeup(task, cal),
             SimEvent::Tick { node, token } => self.tick(node, token, cal),
-            SimEvent::ApplyLevel { task, level } => self.apply_level(task, level, cal),
+            SimEvent::ApplyLevel {
+                task,
+                level,
+                reason,
+            } => self.apply_level(task, level, reason),
+            SimEvent::SpinCheck(task) => self.spin_check(task, cal),
             SimEvent::Noise { node, cpu } => self.noise(node, cpu, cal),
             SimEvent::NoiseEnd { node, cpu } => self.noise_end(node, cpu),
             SimEvent::SliceSwitch { token } => {

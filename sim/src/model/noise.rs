@@ -34,7 +34,7 @@ impl Cluster {
         let c = &self.nodes[node as usize].cpus[cpu as usize];
         let (running, incoming) = (c.running, c.incoming);
         if let Some(t) = running {
-            self.switch_out(t, SwitchOut::Preempted, cal);
+            self.switch_out(t, SwitchOut::Preempted);
         }
         if let Some(t) = incoming {
             self.tasks[t as usize].incoming = false;

@@ -2,7 +2,7 @@
 //! blocking), and the events that move them on (ClusterSchedSim §3.2,
 //! `DoCompute`, `DoIO`, `DoSend`, `DoReceive`).
 
-use cosched_policy::local::{Event, SwitchOut, TaskId};
+use cosched_policy::local::SwitchOut;
 
 use super::task::{Activity, Phase, Sleep, TaskIdx};
 use super::{Calendar, Cluster, SimEvent};
@@ -17,7 +17,7 @@ impl Cluster {
             let task = &self.tasks[t as usize];
             let job = &self.jobs[task.job as usize];
             let spec = &job.spec;
-            let (rank, iteration, node) = (task.rank, task.iteration, task.node);
+            let (rank, iteration) = (task.rank, task.iteration);
             match task.phase {
                 Phase::Compute => {
                     let compute = spec.compute_of(rank, iteration);
@@ -65,15 +65,7 @@ impl Cluster {
                     let bytes = spec.message_bytes;
                     self.tasks[t as usize].phase = Phase::Send(k + 1);
                     self.send(dest, iteration, bytes, cal);
-                    let at = self.now;
-                    self.feed(
-                        node,
-                        &Event::DataSent {
-                            task: TaskId(t),
-                            at,
-                        },
-                        cal,
-                    );
+                    self.hook_send(t);
                 }
                 Phase::Recv(k) => {
                     let expected = job.dests[rank as usize].len() as u32;
@@ -93,15 +85,7 @@ impl Cluster {
                     if task.take_message(iteration) {
                         task.phase = Phase::Recv(k + 1);
                         task.spin_since = None;
-                        let at = self.now;
-                        self.feed(
-                            node,
-                            &Event::DataReceived {
-                                task: TaskId(t),
-                                at,
-                            },
-                            cal,
-                        );
+                        self.hook_recv_ok(t);
                         if params.recv_overhead_ns > 0 {
                             self.tasks[t as usize].activity = Activity::Cpu {
                                 remaining: params.recv_overhead_ns,
@@ -116,16 +100,8 @@ impl Cluster {
                         RecvMode::Spin => {
                             task.activity = Activity::Spin;
                             if !was_spinning {
-                                let at = self.now;
-                                task.spin_since = Some(at);
-                                self.feed(
-                                    node,
-                                    &Event::SpinStarted {
-                                        task: TaskId(t),
-                                        at,
-                                    },
-                                    cal,
-                                );
+                                task.spin_since = Some(self.now);
+                                self.hook_empty_wait(t, cal);
                             }
                         }
                         RecvMode::Block => task.activity = Activity::Sleeping(Sleep::Message),
@@ -172,7 +148,7 @@ impl Cluster {
             Some(cpu) if task.runnable() => self.rearm(node, cpu, cal),
             Some(cpu) => {
                 self.account(node, cpu);
-                self.switch_out(t, SwitchOut::Voluntary, cal);
+                self.switch_out(t, SwitchOut::Voluntary);
                 self.mark_dirty(node);
             }
             None => {
@@ -185,7 +161,10 @@ impl Cluster {
     }
 
     /// Takes `t` off its CPU and tells the policy.
-    pub(super) fn switch_out(&mut self, t: TaskIdx, how: SwitchOut, cal: &mut Calendar<SimEvent>) {
+    pub(super) fn switch_out(&mut self, t: TaskIdx, how: SwitchOut) {
+        if self.tasks[t as usize].on_cpu.is_some() {
+            self.hook_switch_out(t, how);
+        }
         let task = &mut self.tasks[t as usize];
         let Some(cpu) = task.on_cpu.take() else {
             return;
@@ -195,16 +174,6 @@ impl Cluster {
         c.running = None;
         c.need_resched = false;
         c.token += 1;
-        let at = self.now;
-        self.feed(
-            node,
-            &Event::SwitchedOut {
-                task: TaskId(t),
-                at,
-                how,
-            },
-            cal,
-        );
     }
 
     /// A sleeper woke: if a CPU of its node has nothing to do, that CPU
@@ -281,19 +250,8 @@ impl Cluster {
         task.last_arrival = self.now;
         task.arrivals += 1;
         let (node, on_cpu) = (task.node, task.on_cpu);
-        let spinning = task.activity == Activity::Spin;
         let waits_for_it = matches!(task.phase, Phase::Recv(_)) && task.iteration == iteration;
-        let at = self.now;
-        self.feed(
-            node,
-            &Event::MessageArrived {
-                task: TaskId(t),
-                at,
-                on_cpu: on_cpu.is_some(),
-                spinning,
-            },
-            cal,
-        );
+        self.hook_arrival(t, cal);
         if !waits_for_it {
             return;
         }
@@ -330,19 +288,10 @@ impl Cluster {
         let (node, job) = (task.node, task.job);
         if let Some(cpu) = task.on_cpu {
             self.account(node, cpu);
-            self.switch_out(t, SwitchOut::Voluntary, cal);
+            self.switch_out(t, SwitchOut::Voluntary);
         }
-        let at = self.now;
-        self.feed(
-            node,
-            &Event::TaskExited {
-                task: TaskId(t),
-                at,
-            },
-            cal,
-        );
+        self.agent_task_exited(t, cal);
         let n = &mut self.nodes[node as usize];
-        n.policy.forget(TaskId(t));
         n.tasks.retain(|&x| x != t);
         self.mark_dirty(node);
         let run = &mut self.jobs[job as usize];

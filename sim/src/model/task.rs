@@ -1,6 +1,7 @@
 //! A task (one process of a job on one node) and where it is in its program.
 
-use cosched_policy::local::Level;
+use cosched_agent_common::TaskStats;
+use cosched_policy::local::{Level, Reason};
 
 use crate::executive::Ns;
 
@@ -97,6 +98,14 @@ pub struct Task {
     /// CPU time its last wakeup costs, paid at the next switch to it
     /// (`idle_wakeup_ns` or `busy_wakeup_ns`; 0 when not woken).
     pub wake_cost: Ns,
+    /// What the policy wants for it and why (None: Normal), as the agent
+    /// keeps it.
+    pub why: Option<(Level, Reason)>,
+    /// The counters the eBPF programs keep for it, updated at the same
+    /// hooks (switches, receives, sends, arrivals, empty waits).
+    pub stats: TaskStats,
+    /// Its `WATCH` flags.
+    pub watch: u32,
 }
 
 impl Task {
@@ -123,6 +132,12 @@ impl Task {
             arrivals: 0,
             slice_mark: 0,
             wake_cost: 0,
+            why: None,
+            stats: TaskStats {
+                job_id: job,
+                ..TaskStats::default()
+            },
+            watch: 0,
         }
     }
 

@@ -8,11 +8,13 @@
 //! own timestamps, so no per-context-switch event ever crosses to userspace.
 use std::collections::HashMap;
 
-use cosched_agent_common::{DEFAULT_SPIN_GAP_NS, TaskStats, in_spin_episode};
-use cosched_policy::local::{
+pub mod wakeup;
+
+use crate::local::{
     Action, CpuSnapshot, Event, JobId, LocalPolicy, LocalPolicyConfig, NodeSnapshot, PolicyKind,
     SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
 };
+use cosched_agent_common::{DEFAULT_SPIN_GAP_NS, TaskStats, in_spin_episode};
 
 /// With no managed task spinning for this long, the periodic tick slows
 /// down by [`QUIET_TICK_FACTOR`].
@@ -356,7 +358,7 @@ impl PolicyDriver {
 
 #[cfg(test)]
 mod tests {
-    use cosched_policy::local::Level;
+    use crate::local::Level;
 
     use super::*;
 

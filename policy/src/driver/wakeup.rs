@@ -1,8 +1,8 @@
 //! The eBPF side of the policy's wake-up interest: the node-wide
 //! [`Settings`] and the per-task `WATCH` flags. Pure translation; what to
 //! hear is decided by the policy crate ([`WakeInterest`], [`TaskWatch`]).
+use crate::local::{OffCpuArrivals, TaskWatch, WakeInterest};
 use cosched_agent_common::{Settings, offcpu_arrival, watch_flags};
-use cosched_policy::local::{OffCpuArrivals, TaskWatch, WakeInterest};
 
 /// The eBPF settings for `interest`, with the spin gap.
 pub fn settings(interest: &WakeInterest, wake_batch_bytes: u32, spin_gap_ns: u64) -> Settings {
@@ -35,7 +35,7 @@ pub fn watch_flags(watch: TaskWatch) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use cosched_policy::local::{Level, LocalPolicyConfig, PolicyKind, Reason};
+    use crate::local::{Level, LocalPolicyConfig, PolicyKind, Reason};
 
     use super::*;
 

@@ -1,0 +1,93 @@
+//! The policies hear what the real agent hears, when it hears it: the eBPF
+//! side reports only some arrivals and spin starts at once, everything else
+//! reaches the policy through the counters at the agent's tick.
+
+mod support;
+
+use cosched_policy::local::PolicyKind;
+use cosched_sim::config::GlobalMode;
+use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
+use support::{MS, config, run};
+
+fn fine_jobs(count: u64, iterations: u32) -> Vec<JobSpec> {
+    (0..count)
+        .map(|id| JobSpec {
+            recv: RecvMode::Spin,
+            ..JobSpec::simple(id, 0, 2, iterations, MS / 10, Pattern::Ring)
+        })
+        .collect()
+}
+
+#[test]
+fn a_lone_spinning_job_under_dcs_never_wakes_the_agent_with_an_arrival() {
+    // Alone on its nodes, each receiver is always on its CPU when its
+    // message comes: the eBPF side only counts such arrivals.
+    let ex = run(
+        config(2, GlobalMode::Local, PolicyKind::Dcs),
+        fine_jobs(1, 500),
+    );
+    let k = ex.model.counters;
+    assert!(k.messages >= 1000);
+    assert_eq!(k.ring_reports, 0, "{k:?}");
+    assert_eq!(k.level_changes, 0, "nothing to boost");
+}
+
+#[test]
+fn dcs_is_woken_by_arrivals_for_preempted_spinners_and_boosts_them() {
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Dcs);
+    cfg.sched.mpl = 2;
+    let ex = run(cfg, fine_jobs(2, 500));
+    let k = ex.model.counters;
+    assert!(k.ring_reports > 0, "{k:?}");
+    assert!(
+        k.ring_reports < k.messages / 2,
+        "most arrivals find their receiver on its CPU or reported nothing: {k:?}"
+    );
+    assert!(k.level_changes > 0, "boosts: {k:?}");
+}
+
+#[test]
+fn without_a_policy_the_agent_never_wakes() {
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Local);
+    cfg.sched.mpl = 2;
+    let ex = run(cfg, fine_jobs(2, 200));
+    let k = ex.model.counters;
+    assert_eq!(
+        (k.policy_events, k.ring_reports, k.level_changes),
+        (0, 0, 0)
+    );
+}
+
+#[test]
+fn fcs_hears_the_gang_slots_and_acts_only_with_them() {
+    let mut jobs = fine_jobs(2, 2000);
+    // Two job kinds, so the classes differ.
+    jobs[1].compute_ns = 2 * MS;
+    jobs[1].iterations = 100;
+    let mut gang = config(2, GlobalMode::Gang, PolicyKind::Fcs);
+    gang.sched.mpl = 2;
+    gang.sched.slice_ns = 20 * MS;
+    let mut local = gang.clone();
+    local.sched.global = GlobalMode::Local;
+    let with_slots = run(gang, jobs.clone()).model.counters;
+    let without = run(local, jobs).model.counters;
+    assert!(with_slots.slices > 0);
+    assert!(with_slots.level_changes > 0, "slot owners: {with_slots:?}");
+    assert_eq!(without.level_changes, 0, "no slot, no claim: {without:?}");
+}
+
+#[test]
+fn spin_block_hears_a_long_spin_when_it_passes_the_threshold() {
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Sb);
+    cfg.sched.mpl = 2;
+    cfg.sched.local.sb.spin_threshold_us = 200;
+    cfg.sched.local.sb.wake_boost = true;
+    let mut jobs = fine_jobs(2, 300);
+    // Rank 1 computes longer: rank 0 waits 2 ms each iteration.
+    jobs.iter_mut()
+        .for_each(|j| j.rank_compute_ns = vec![MS / 10, 2 * MS]);
+    let ex = run(cfg, jobs);
+    let k = ex.model.counters;
+    assert!(k.ring_reports > 0, "long spins reported: {k:?}");
+    assert!(k.level_changes > 0, "blocked: {k:?}");
+}
