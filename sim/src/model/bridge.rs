@@ -332,6 +332,9 @@ impl Cluster {
         }
         task.wanted = level;
         task.why = (level != Level::Normal).then_some((level, reason));
+        if level.is_boost() {
+            task.boosts += 1;
+        }
         self.counters.level_changes += 1;
         self.refresh_level(t);
     }

@@ -106,6 +106,8 @@ pub struct Task {
     pub stats: TaskStats,
     /// Its `WATCH` flags.
     pub watch: u32,
+    /// Boosts the agent applied to it.
+    pub boosts: u64,
 }
 
 impl Task {
@@ -138,6 +140,7 @@ impl Task {
                 ..TaskStats::default()
             },
             watch: 0,
+            boosts: 0,
         }
     }
 
