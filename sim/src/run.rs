@@ -105,8 +105,10 @@ pub struct JobProgress {
     /// The same, the job alone on the cluster.
     pub dedicated_iterations_per_s: f64,
     pub slowdown: f64,
-    /// Boosts the agents applied per second, averaged over its tasks.
+    /// Boosts the agents applied per second, and level changes of any
+    /// kind (the benches' `boosts` and `actions`), summed over its tasks.
     pub boosts_per_s: f64,
+    pub actions_per_s: f64,
 }
 
 /// Runs `jobs` together for `window` of simulated time and each alone for
@@ -118,7 +120,7 @@ pub fn progress_over(
 ) -> Result<Vec<JobProgress>, SetupError> {
     let shared = rates(config, jobs.to_vec(), window)?;
     let mut out = Vec::with_capacity(jobs.len());
-    for (spec, (rate, boosts_per_s)) in jobs.iter().zip(shared) {
+    for (spec, (rate, boosts_per_s, actions_per_s)) in jobs.iter().zip(shared) {
         let alone = JobSpec {
             arrival: 0,
             ..spec.clone()
@@ -140,6 +142,7 @@ pub fn progress_over(
                 f64::INFINITY
             },
             boosts_per_s,
+            actions_per_s,
         });
     }
     Ok(out)
@@ -150,7 +153,7 @@ fn rates(
     config: &SimConfig,
     jobs: Vec<JobSpec>,
     window: Ns,
-) -> Result<Vec<(f64, f64)>, SetupError> {
+) -> Result<Vec<(f64, f64, f64)>, SetupError> {
     let mut calendar = Calendar::default();
     let model = Cluster::new(config.clone(), jobs, &mut calendar)?;
     let mut ex = Executive::from_parts(model, calendar);
@@ -160,16 +163,20 @@ fn rates(
         .iter()
         .map(|run| {
             let Some(start) = run.start else {
-                return (0.0, 0.0);
+                return (0.0, 0.0, 0.0);
             };
             let span = window.min(run.end.unwrap_or(window)).saturating_sub(start);
             if run.tasks.is_empty() || span == 0 {
-                return (0.0, 0.0);
+                return (0.0, 0.0, 0.0);
             }
-            let per_s = |n: u64| n as f64 / run.tasks.len() as f64 / (span as f64 / 1e9);
+            let per_s = |n: u64| n as f64 / (span as f64 / 1e9);
             let tasks = run.tasks.iter().map(|&t| &m.tasks[t as usize]);
             let done: u64 = tasks.clone().map(|t| u64::from(t.iteration)).sum();
-            (per_s(done), per_s(tasks.map(|t| t.boosts).sum()))
+            (
+                per_s(done) / run.tasks.len() as f64,
+                per_s(tasks.clone().map(|t| t.boosts).sum()),
+                per_s(tasks.map(|t| t.actions).sum()),
+            )
         })
         .collect())
 }

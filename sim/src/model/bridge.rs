@@ -332,6 +332,7 @@ impl Cluster {
         }
         task.wanted = level;
         task.why = (level != Level::Normal).then_some((level, reason));
+        task.actions += 1;
         if level.is_boost() {
             task.boosts += 1;
         }

@@ -106,8 +106,9 @@ pub struct Task {
     pub stats: TaskStats,
     /// Its `WATCH` flags.
     pub watch: u32,
-    /// Boosts the agent applied to it.
+    /// Boosts the agent applied to it, and level changes of any kind.
     pub boosts: u64,
+    pub actions: u64,
 }
 
 impl Task {
@@ -141,6 +142,7 @@ impl Task {
             },
             watch: 0,
             boosts: 0,
+            actions: 0,
         }
     }
 
