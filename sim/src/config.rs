@@ -64,6 +64,9 @@ pub struct ClusterParams {
     /// From a policy's decision to its level change taking effect (the
     /// agent's reaction: ring buffer, wakeup, sched_setattr).
     pub agent_delay_ns: Ns,
+    /// The reaction's tail: each delay is `agent_delay_ns` plus an
+    /// exponential draw with this mean (0: every delay is `agent_delay_ns`).
+    pub agent_delay_tail_ns: Ns,
     /// The agent's policy tick (`[agent] policy_tick_us`): how often it
     /// reads the per-task counters the eBPF side keeps and feeds what
     /// changed to the policy (slower while nothing spins, as the agent's
@@ -96,6 +99,7 @@ impl Default for ClusterParams {
             net_latency_ns: 20_000,
             net_bandwidth_bytes_per_s: 1.25e9,
             agent_delay_ns: 20_000,
+            agent_delay_tail_ns: 0,
             agent_tick_ns: 1_000_000,
             spin_gap_ns: cosched_agent_common::DEFAULT_SPIN_GAP_NS,
         }

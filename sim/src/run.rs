@@ -130,7 +130,7 @@ pub fn progress_over(
             vec![alone],
             window,
         )?[0]
-        .0;
+            .0;
         out.push(JobProgress {
             id: spec.id,
             kind: spec.kind.clone(),

@@ -5,9 +5,10 @@
 mod support;
 
 use cosched_policy::local::PolicyKind;
-use cosched_sim::config::GlobalMode;
+use cosched_sim::config::{GlobalMode, SimConfig};
+use cosched_sim::progress_over;
 use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
-use support::{MS, config, run};
+use support::{MS, US, config, run};
 
 fn fine_jobs(count: u64, iterations: u32) -> Vec<JobSpec> {
     (0..count)
@@ -90,4 +91,45 @@ fn spin_block_hears_a_long_spin_when_it_passes_the_threshold() {
     let k = ex.model.counters;
     assert!(k.ring_reports > 0, "long spins reported: {k:?}");
     assert!(k.level_changes > 0, "blocked: {k:?}");
+}
+
+#[test]
+fn with_a_reaction_tail_decisions_still_apply_in_the_order_taken() {
+    // A demotion and the wake boost after it must not swap places, or the
+    // woken task stays demoted and its job starves (this machine, SB, two
+    // fine-spin jobs: 20.6 against 1.1 when each decision drew its own
+    // delay and they could swap).
+    let mut cfg: SimConfig =
+        toml::from_str(include_str!("../calibration/machine.toml")).expect("machine.toml");
+    cfg.sched.global = GlobalMode::Local;
+    cfg.sched.local.kind = PolicyKind::Sb;
+    cfg.sched.mpl = 2;
+    let mut jobs = fine_jobs(2, u32::MAX);
+    jobs.iter_mut().for_each(|j| j.compute_ns = 20 * US);
+    for seed in 1..=3 {
+        cfg.cluster.seed = seed;
+        let p = progress_over(&cfg, &jobs, 2_000 * MS).expect("valid");
+        let (a, b) = (p[0].slowdown, p[1].slowdown);
+        assert!(a.max(b) / a.min(b) < 1.5, "seed {seed}: {a:.2} vs {b:.2}");
+    }
+}
+
+#[test]
+fn unequal_reaction_times_let_dcs_pairs_fall_into_step() {
+    // With one fixed reaction time the two nodes stay mirror images: each
+    // job runs on one node while its peer waits on the other, and every
+    // iteration costs a boost. Varying reactions break the symmetry.
+    let boosts_per_iteration = |tail: u64| {
+        let mut cfg = config(2, GlobalMode::Local, PolicyKind::Dcs);
+        cfg.sched.mpl = 2;
+        cfg.cluster.agent_delay_tail_ns = tail;
+        let ex = run(cfg, fine_jobs(2, 3000));
+        let boosts: u64 = ex.model.tasks.iter().map(|t| t.boosts).sum();
+        boosts as f64 / (4.0 * 3000.0)
+    };
+    let (fixed, varying) = (boosts_per_iteration(0), boosts_per_iteration(10 * US));
+    assert!(
+        varying < fixed / 2.0,
+        "{fixed:.3} vs {varying:.3} boosts per rank and iteration"
+    );
 }

@@ -20,15 +20,29 @@ use super::{Calendar, Cluster, SimEvent};
 impl Cluster {
     /// Schedules what the node's policy decided.
     fn take_actions(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
-        let delay = self.config.cluster.agent_delay_ns;
-        for action in self.nodes[node as usize].driver.take_actions() {
+        let actions = self.nodes[node as usize].driver.take_actions();
+        if !actions.is_empty() {
+            // One reaction for the decisions of one look, applied in the
+            // order the agent took them.
+            let c = &self.config.cluster;
+            let (delay, tail) = (c.agent_delay_ns, c.agent_delay_tail_ns);
+            let delay = if tail > 0 {
+                delay + self.rng.exponential(tail as f64).round() as u64
+            } else {
+                delay
+            };
+            let n = &mut self.nodes[node as usize];
+            n.agent_applied_at = (self.now + delay).max(n.agent_applied_at);
+        }
+        let at = self.nodes[node as usize].agent_applied_at;
+        for action in actions {
             let cosched_policy::local::Action::SetLevel {
                 task,
                 level,
                 reason,
             } = action;
-            cal.after(
-                delay,
+            cal.at(
+                at,
                 SimEvent::ApplyLevel {
                     task: task.0,
                     level,
@@ -318,12 +332,7 @@ impl Cluster {
     }
 
     /// The agent applies a level the policy chose.
-    pub(super) fn apply_level(
-        &mut self,
-        t: TaskIdx,
-        level: Level,
-        reason: Reason,
-    ) {
+    pub(super) fn apply_level(&mut self, t: TaskIdx, level: Level, reason: Reason) {
         let Some(task) = self.tasks.get_mut(t as usize) else {
             return;
         };

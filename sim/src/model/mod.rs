@@ -125,6 +125,9 @@ pub struct Node {
     pub nic_free_at: Ns,
     /// The node's scheduler ticks at `tick_phase + k × tick_ns`.
     pub tick_phase: Ns,
+    /// When the agent applies (applied) its latest decision: later
+    /// decisions take effect no earlier.
+    pub agent_applied_at: Ns,
 }
 
 /// The global scheduler's rotation.
@@ -231,6 +234,7 @@ impl Cluster {
                 woken: false,
                 nic_free_at: 0,
                 tick_phase,
+                agent_applied_at: 0,
             });
         }
         if c.noise_per_s > 0.0 {
