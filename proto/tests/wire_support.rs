@@ -236,7 +236,8 @@ pub fn one_of_each_message() -> Vec<Message> {
                     work_p95_ns: None,
                 },
             ],
-        }),        Message::SliceSchedule(cosched_proto::wire::SliceSchedule {
+        }),
+        Message::SliceSchedule(cosched_proto::wire::SliceSchedule {
             epoch: 3,
             first_slice: 40,
             first_apply_at_ns: 1_700_000_000_200_000_000,

@@ -497,7 +497,10 @@ impl CoordNode {
         let Some(switch) = schedule.switch(first) else {
             return Vec::new();
         };
-        self.metrics.switches.with_label_values(&["scheduled"]).inc();
+        self.metrics
+            .switches
+            .with_label_values(&["scheduled"])
+            .inc();
         self.schedule = Some(schedule);
         self.on_switch(switch, true)
     }

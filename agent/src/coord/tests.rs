@@ -782,7 +782,13 @@ fn a_switch_slice_replaces_the_schedule_and_its_armed_slice_is_dropped() {
     h.running_job(8, 200);
     h.event(UP);
     h.drain();
-    h.message(schedule(10, monotonic_ns() + 2_000_000, 2_000_000, &[&[7]], 1));
+    h.message(schedule(
+        10,
+        monotonic_ns() + 2_000_000,
+        2_000_000,
+        &[&[7]],
+        1,
+    ));
     h.switch_now(10, &[8]);
     assert_eq!(h.active(), HashSet::from([8]));
     // The schedule's armed slice fires and changes nothing.
@@ -818,7 +824,13 @@ fn losing_the_coordinator_drops_the_schedule() {
     h.running_job(7, 100);
     h.event(UP);
     h.drain();
-    h.message(schedule(1, monotonic_ns() + 2_000_000, 2_000_000, &[&[7]], 1));
+    h.message(schedule(
+        1,
+        monotonic_ns() + 2_000_000,
+        2_000_000,
+        &[&[7]],
+        1,
+    ));
     h.event(LinkEvent::Down {
         reason: "test".into(),
     });

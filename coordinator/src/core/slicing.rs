@@ -21,7 +21,8 @@ use cosched_proto::wire::{
 };
 
 use super::{
-    Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation, classes::ClassState,
+    Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation,
+    classes::ClassState,
     rotation::{Rotation, Rows},
 };
 use crate::policy::GlobalPolicy;
@@ -189,7 +190,14 @@ impl Core {
             {
                 let active_jobs = active(node);
                 let kept = self.nodes[node].schedule.as_ref().filter(|schedule| {
-                    predicts(schedule, self.epoch, number, rows, &active_jobs, apply_at_ns)
+                    predicts(
+                        schedule,
+                        self.epoch,
+                        number,
+                        rows,
+                        &active_jobs,
+                        apply_at_ns,
+                    )
                 });
                 if let Some(schedule) = kept {
                     if schedule.reports(number) {
@@ -198,8 +206,7 @@ impl Core {
                     }
                     continue;
                 }
-                let (slices, repeat_from) =
-                    future.get_or_insert_with(|| self.lookahead(current));
+                let (slices, repeat_from) = future.get_or_insert_with(|| self.lookahead(current));
                 let schedule = SliceSchedule {
                     epoch: self.epoch,
                     first_slice: number,

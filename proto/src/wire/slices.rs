@@ -229,7 +229,12 @@ mod tests {
         assert_eq!(s.apply_at_ns(13), Some(1_300));
         let switch = s.switch(14).unwrap();
         assert_eq!(
-            (switch.slice, switch.rows, switch.active_jobs, switch.apply_at_ns),
+            (
+                switch.slice,
+                switch.rows,
+                switch.active_jobs,
+                switch.apply_at_ns
+            ),
             (14, vec![2], vec![102], 1_400)
         );
     }

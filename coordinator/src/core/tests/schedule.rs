@@ -188,7 +188,10 @@ fn scheduled_agents_report_one_slice_in_a_report_period_and_skew_is_complete() {
     core.take_effects();
     let schedule = schedules(&plan(&mut core, 0))[0].1.clone();
     let every = schedule.report_every;
-    assert_eq!(every, (super::super::slicing::REPORT_PERIOD_NS / SLICE_NS).max(1));
+    assert_eq!(
+        every,
+        (super::super::slicing::REPORT_PERIOD_NS / SLICE_NS).max(1)
+    );
     for k in 1..=every {
         plan(&mut core, k);
     }
