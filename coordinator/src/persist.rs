@@ -153,6 +153,7 @@ mod tests {
             check_timeout_ns: 1_000_000_000,
             slice_ns: 100_000_000,
             classes: Default::default(),
+            schedule_ahead: true,
         })
         .unwrap()
     }

@@ -109,4 +109,7 @@ pub use node::{ErrorReport, Heartbeat, HeartbeatReply, Register, SetPolicy};
 pub use programs::{CheckProgram, ProgramCheck, ProgramChecked};
 pub use secret::{MAX_SECRET_LEN, MIN_SECRET_LEN, SecretError, SharedSecret};
 pub use session::{Inbound, Inbounds, Session, SessionConfig, SessionState};
-pub use slices::{JobUtilisation, SliceSwitched, SwitchSlice, UtilReport};
+pub use slices::{
+    JobUtilisation, MAX_SCHEDULED_SLICES, SCHEDULE_SINCE_MINOR, ScheduledSlice, SliceSchedule,
+    SliceSwitched, SwitchSlice, UtilReport,
+};

@@ -237,6 +237,25 @@ pub fn one_of_each_message() -> Vec<Message> {
                 },
             ],
         }),
+        Message::SliceSchedule(cosched_proto::wire::SliceSchedule {
+            epoch: 3,
+            first_slice: 40,
+            first_apply_at_ns: 1_700_000_000_200_000_000,
+            slice_ns: 10_000_000,
+            slices: vec![
+                cosched_proto::wire::ScheduledSlice {
+                    rows: vec![0],
+                    active_jobs: vec![1, 2],
+                },
+                cosched_proto::wire::ScheduledSlice {
+                    rows: vec![1],
+                    active_jobs: vec![],
+                },
+            ],
+            repeat_from: 0,
+            report_every: 10,
+            strict: true,
+        }),
     ]
 }
 

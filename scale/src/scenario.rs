@@ -36,6 +36,9 @@ pub struct ScenarioConfig {
     pub slice_ms: u64,
     /// The coordinator's `switch_lead_us` (0: its default, min(slice/2, 5 ms)).
     pub switch_lead_us: u64,
+    /// The coordinator's `schedule_ahead` (false: a `SwitchSlice` per slice
+    /// to every agent, the protocol before 1.5).
+    pub schedule_ahead: bool,
     pub max_rows: usize,
     /// Jobs submitted, each of `job_nodes` ranks.
     pub jobs: usize,
@@ -69,6 +72,7 @@ impl ScenarioConfig {
             agents,
             slice_ms: 20,
             switch_lead_us: 0,
+            schedule_ahead: true,
             max_rows: 4,
             jobs: 4,
             job_nodes: agents,
@@ -268,7 +272,7 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         .map(|i| format!("\"{}\"", node_name(i)))
         .collect();
     let text = format!(
-        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\nswitch_lead_us = {}\n",
+        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\nswitch_lead_us = {}\nschedule_ahead = {}\n",
         nodes.join(", "),
         socket.display(),
         dir.path().join("state.json").display(),
@@ -277,6 +281,7 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         config.heartbeat_interval_ms,
         config.heartbeat_timeout_ms,
         config.switch_lead_us,
+        config.schedule_ahead,
     );
     let config_path = dir.path().join("coordinator.toml");
     std::fs::write(&config_path, text)?;

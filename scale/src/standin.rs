@@ -9,7 +9,9 @@
 //! timestamps and sends its own, answers program checks as runnable,
 //! "launches" ranks by recording them, reports cancels and reaps, and
 //! applies slice switches at their instant on the shared [`SwitchTimer`],
-//! reporting `SliceSwitched` with the instant it switched. It reconnects
+//! reporting `SliceSwitched` with the instant it switched; a `SliceSchedule`
+//! (protocol 1.5) is followed as the real agent does: each slice armed when
+//! the one before it switched, only its report slices reported. It reconnects
 //! like the real agent (backoff from `reconnect_min` doubling to
 //! `reconnect_max`).
 
@@ -23,7 +25,7 @@ use std::{
 use cosched_proto::wire::{
     ClockSample, ExitStatus, Heartbeat, HeartbeatReply, JobExited, JobUtilisation, Message,
     ProgramCheck, ProgramChecked, RanksReaped, ReapedRank, Register, Role, SessionConfig,
-    SharedSecret, SliceSwitched, SwitchSlice, UtilReport, monotonic_ns,
+    SharedSecret, SliceSchedule, SliceSwitched, SwitchSlice, UtilReport, monotonic_ns,
     stream::{self, WireReader, WireWriter},
 };
 use tokio::{
@@ -95,6 +97,8 @@ pub async fn run(
         session: 0,
         last_applied: None,
         heartbeat_seq: 0,
+        schedule: None,
+        schedules: 0,
     };
     let mut backoff = config.reconnect_min;
     loop {
@@ -131,6 +135,10 @@ struct Agent {
     session: u32,
     last_applied: Option<(u64, u64)>,
     heartbeat_seq: u64,
+    /// The coordinator's schedule being followed, and how many arrived
+    /// (the current one's number in [`Armed::schedule`]).
+    schedule: Option<SliceSchedule>,
+    schedules: u64,
 }
 
 type Reader = WireReader<OwnedReadHalf>;
@@ -186,6 +194,7 @@ impl Agent {
         };
         self.session += 1;
         self.last_applied = None;
+        self.schedule = None;
         let register = Message::Register(Register {
             node_name: self.name.clone(),
             cpus: vec![0],
@@ -244,7 +253,9 @@ impl Agent {
                         slice: done.armed.slice,
                         switched_at_ns: done.switched_at_ns,
                     };
-                    if writer.send(&Message::SliceSwitched(report)).await.is_err() {
+                    let reports = self.reports(&done.armed);
+                    self.arm_next_scheduled(&done.armed, stats, timer);
+                    if reports && writer.send(&Message::SliceSwitched(report)).await.is_err() {
                         break Ended::Established;
                     }
                 }
@@ -302,7 +313,14 @@ impl Agent {
                 });
                 None
             }
-            Message::SwitchSlice(switch) => self.on_switch(switch, received_ns, stats, timer),
+            Message::SwitchSlice(switch) => {
+                self.schedule = None;
+                self.on_switch(switch, received_ns, stats, timer, 0)
+            }
+            Message::SliceSchedule(schedule) => {
+                Counters::bump(&counters.schedules);
+                self.on_schedule(schedule, received_ns, stats, timer)
+            }
             Message::LaunchJob(launch) => {
                 self.jobs.insert((launch.job_id, launch.rank));
                 stats.with_agent(self.index, |seen| seen.launches += 1);
@@ -365,6 +383,84 @@ impl Agent {
         }
     }
 
+    /// A schedule replaces the last from its first slice (or, when that
+    /// one is already armed, from the next).
+    fn on_schedule(
+        &mut self,
+        schedule: SliceSchedule,
+        received_ns: u64,
+        stats: &Stats,
+        timer: &SwitchTimer,
+    ) -> Option<Message> {
+        self.schedules += 1;
+        let mut first = schedule.first_slice;
+        if let Some((epoch, slice)) = self.last_applied
+            && epoch == schedule.epoch
+            && slice >= first
+        {
+            first = slice + 1;
+        }
+        first = first.max(schedule.next_from(received_ns).saturating_sub(1));
+        let switch = schedule.switch(first)?;
+        self.schedule = Some(schedule);
+        let reply = self.on_switch(switch, received_ns, stats, timer, self.schedules);
+        // Applied at once (late): arm the one after.
+        if let (Some(_), Some((epoch, slice))) = (&reply, self.last_applied) {
+            let armed = Armed {
+                at_ns: 0,
+                agent: self.index,
+                session: self.session,
+                epoch,
+                slice,
+                schedule: self.schedules,
+            };
+            self.arm_next_scheduled(&armed, stats, timer);
+        }
+        reply.filter(|message| match message {
+            Message::SliceSwitched(switched) => self
+                .schedule
+                .as_ref()
+                .is_none_or(|schedule| schedule.reports(switched.slice)),
+            _ => true,
+        })
+    }
+
+    /// Whether a switch that fired is reported: a schedule's only on its
+    /// report slices.
+    fn reports(&self, armed: &Armed) -> bool {
+        match &self.schedule {
+            Some(schedule) if armed.epoch == schedule.epoch => schedule.reports(armed.slice),
+            _ => true,
+        }
+    }
+
+    /// After a scheduled slice switched, arms the schedule's next one (the
+    /// next still to come).
+    fn arm_next_scheduled(&mut self, done: &Armed, stats: &Stats, timer: &SwitchTimer) {
+        if done.schedule == 0 || done.schedule != self.schedules {
+            return;
+        }
+        let Some(schedule) = &self.schedule else {
+            return;
+        };
+        let now = monotonic_ns();
+        let next = (done.slice + 1).max(schedule.next_from(now));
+        let Some(at_ns) = schedule.apply_at_ns(next) else {
+            return;
+        };
+        let epoch = schedule.epoch;
+        self.last_applied = Some((epoch, next));
+        stats.with_agent(self.index, |seen| seen.switches += 1);
+        timer.arm(Armed {
+            at_ns,
+            agent: self.index,
+            session: self.session,
+            epoch,
+            slice: next,
+            schedule: self.schedules,
+        });
+    }
+
     /// As the real agent's `timing`: arm it, apply a late strict one now,
     /// drop stale ones.
     fn on_switch(
@@ -373,6 +469,7 @@ impl Agent {
         received_ns: u64,
         stats: &Stats,
         timer: &SwitchTimer,
+        schedule: u64,
     ) -> Option<Message> {
         let key = (switch.epoch, switch.slice);
         stats.announced(key, received_ns, switch.apply_at_ns);
@@ -399,6 +496,7 @@ impl Agent {
                 session: self.session,
                 epoch: switch.epoch,
                 slice: switch.slice,
+                schedule,
             });
             return None;
         }

@@ -73,6 +73,8 @@ pub struct Counters {
     pub reaps: AtomicU64,
     pub switches_applied_late: AtomicU64,
     pub switches_stale: AtomicU64,
+    /// `SliceSchedule`s received (protocol 1.5).
+    pub schedules: AtomicU64,
 }
 
 impl Counters {

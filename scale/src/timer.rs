@@ -26,6 +26,9 @@ pub struct Armed {
     pub session: u32,
     pub epoch: u64,
     pub slice: u64,
+    /// The agent's schedule it came from (0: a `SwitchSlice`); a later
+    /// schedule does not continue an older one's chain.
+    pub schedule: u64,
 }
 
 /// A switch that happened: sent back to its agent to report.

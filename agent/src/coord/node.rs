@@ -13,8 +13,8 @@ use cosched_proto::{
     wire::{
         CheckProgram, ClassSettings, DivisionSwitched, ErrorReport, ExitStatus, ExpectJob,
         JobExited, JobUtilisation, LaunchJob, Message, MessageKind, ProgramCheck, ProgramChecked,
-        ProtocolVersion, RankRef, RanksReaped, ReapedRank, SliceSwitched, SwitchDivision,
-        SwitchSlice, UtilReport,
+        ProtocolVersion, RankRef, RanksReaped, ReapedRank, SliceSchedule, SliceSwitched,
+        SwitchDivision, SwitchSlice, UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -85,6 +85,9 @@ pub enum Action {
 #[derive(Debug, Clone)]
 enum Due {
     Slice(SwitchSlice),
+    /// A slice of the current [`SliceSchedule`] (the next one is armed when
+    /// it is applied).
+    Scheduled(SwitchSlice),
     Division(SwitchDivision),
 }
 
@@ -108,6 +111,10 @@ pub struct CoordNode {
     pending: BTreeMap<u64, Due>,
     next_token: u64,
     last_applied: Option<(u64, u64)>,
+    /// The coordinator's slices announced ahead (protocol 1.5), switched by
+    /// the timer one after the other until a `SwitchSlice`, another
+    /// schedule, a policy or the link replaces it.
+    schedule: Option<SliceSchedule>,
     /// The protocol the coordinator speaks (None: not connected).
     peer: Option<ProtocolVersion>,
     /// What the global policy asks of the class overlay.
@@ -190,6 +197,7 @@ impl CoordNode {
             pending: BTreeMap::new(),
             next_token: 0,
             last_applied: None,
+            schedule: None,
             peer: None,
             class_policy: ClassPolicy::default(),
             ratio: None,
@@ -256,6 +264,7 @@ impl CoordNode {
         self.metrics.link_events.with_label_values(&["down"]).inc();
         self.pending.clear();
         self.last_applied = None;
+        self.schedule = None;
         self.last_division = None;
         self.quanta.reset();
         self.mode = Mode::default();
@@ -279,6 +288,7 @@ impl CoordNode {
                     classes,
                 }) => {
                     tracing::info!(policy = %set.policy, "coordinator policy");
+                    self.drop_schedule();
                     self.mode = mode;
                     self.local_override = local;
                     let mut actions = Vec::new();
@@ -327,7 +337,11 @@ impl CoordNode {
                     Vec::new()
                 }
             }
-            Message::SwitchSlice(switch) => self.on_switch(switch),
+            Message::SwitchSlice(switch) => {
+                self.drop_schedule();
+                self.on_switch(switch, false)
+            }
+            Message::SliceSchedule(schedule) => self.on_schedule(schedule),
             Message::ClassSettings(settings) => self.on_class_settings(&settings),
             Message::SwitchDivision(division) => self.on_division(division),
             Message::CheckProgram(check) => vec![Action::CheckProgram(check)],
@@ -467,7 +481,58 @@ impl CoordNode {
         self.exits.record(exit, sent);
     }
 
-    fn on_switch(&mut self, switch: SwitchSlice) -> Vec<Action> {
+    /// Forgets the schedule and its armed slice.
+    fn drop_schedule(&mut self) {
+        self.schedule = None;
+        self.pending
+            .retain(|_, due| !matches!(due, Due::Scheduled(_)));
+    }
+
+    /// A `SliceSchedule`: it replaces the current one from its first slice,
+    /// which is armed (or applied now if its instant passed, as a late
+    /// switch is).
+    fn on_schedule(&mut self, schedule: SliceSchedule) -> Vec<Action> {
+        self.drop_schedule();
+        let first = schedule.first_slice;
+        let Some(switch) = schedule.switch(first) else {
+            return Vec::new();
+        };
+        self.metrics
+            .switches
+            .with_label_values(&["scheduled"])
+            .inc();
+        self.schedule = Some(schedule);
+        self.on_switch(switch, true)
+    }
+
+    /// Arms the schedule's slice after `applied` (skipping those whose
+    /// instant already passed: they are over).
+    fn arm_next_scheduled(&mut self, applied: &SwitchSlice) -> Vec<Action> {
+        let Some(schedule) = &self.schedule else {
+            return Vec::new();
+        };
+        if schedule.epoch != applied.epoch || applied.slice < schedule.first_slice {
+            return Vec::new();
+        }
+        let now = monotonic_ns();
+        let next = (applied.slice + 1).max(schedule.next_from(now));
+        match schedule.switch(next) {
+            Some(switch) => self.on_switch(switch, true),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether the switch to `switch` is reported: always, except the
+    /// slices of a schedule that are not its report slices.
+    fn reports(&self, switch: &SwitchSlice) -> bool {
+        self.schedule.as_ref().is_none_or(|schedule| {
+            schedule.epoch != switch.epoch
+                || switch.slice < schedule.first_slice
+                || schedule.reports(switch.slice)
+        })
+    }
+
+    fn on_switch(&mut self, switch: SwitchSlice, scheduled: bool) -> Vec<Action> {
         let now = monotonic_ns();
         let timing = timing(&switch, now, self.last_applied);
         let will_stop = self.mode == Mode::Gang && self.config.stop_inactive;
@@ -482,7 +547,12 @@ impl CoordNode {
             Timing::At(at) => {
                 let token = self.next_token;
                 self.next_token += 1;
-                self.pending.insert(token, Due::Slice(switch));
+                let due = if scheduled {
+                    Due::Scheduled(switch)
+                } else {
+                    Due::Slice(switch)
+                };
+                self.pending.insert(token, due);
                 self.timer.arm(at, token);
             }
             Timing::Now { late_ns } => {
@@ -492,7 +562,11 @@ impl CoordNode {
                     "switch arrived late; applying now"
                 );
                 self.metrics.switches.with_label_values(&["late"]).inc();
+                let next = scheduled.then(|| switch.clone());
                 actions.extend(self.apply(switch));
+                if let Some(applied) = next {
+                    actions.extend(self.arm_next_scheduled(&applied));
+                }
             }
             Timing::Skip { late_ns } => {
                 tracing::debug!(
@@ -501,9 +575,17 @@ impl CoordNode {
                     "late non-strict switch skipped"
                 );
                 self.metrics.switches.with_label_values(&["skipped"]).inc();
+                if scheduled {
+                    actions.extend(self.arm_next_scheduled(&switch));
+                }
             }
             Timing::Stale => {
                 self.metrics.switches.with_label_values(&["stale"]).inc();
+                // A schedule re-announced from a slice the last one already
+                // switched to goes on from the next.
+                if scheduled {
+                    actions.extend(self.arm_next_scheduled(&switch));
+                }
             }
             Timing::TooFar { ahead_ns } => {
                 self.metrics.switches.with_label_values(&["refused"]).inc();
@@ -522,6 +604,11 @@ impl CoordNode {
     pub fn on_switch_due(&mut self, token: u64) -> Vec<Action> {
         match self.pending.remove(&token) {
             Some(Due::Slice(switch)) => self.apply(switch),
+            Some(Due::Scheduled(switch)) => {
+                let mut actions = self.apply(switch.clone());
+                actions.extend(self.arm_next_scheduled(&switch));
+                actions
+            }
             Some(Due::Division(division)) => self.apply_division(division),
             None => Vec::new(),
         }
@@ -729,11 +816,13 @@ impl CoordNode {
         self.metrics
             .switch_lateness
             .observe(switched_at_ns.saturating_sub(switch.apply_at_ns) as f64 / 1e9);
-        self.link.send(SliceSwitched {
-            epoch: switch.epoch,
-            slice: switch.slice,
-            switched_at_ns,
-        });
+        if self.reports(switch) {
+            self.link.send(SliceSwitched {
+                epoch: switch.epoch,
+                slice: switch.slice,
+                switched_at_ns,
+            });
+        }
         self.measure_quantum(engine, switch, switched_at_ns);
     }
 

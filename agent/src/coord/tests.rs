@@ -691,3 +691,149 @@ fn a_coordinator_older_than_1_3_gets_no_frame_report() {
     h.node.report_frames(&h.engine, 10_000 * MS);
     assert!(h.drain().is_empty());
 }
+
+/// A schedule of epoch 1 from slice `first` at `first_apply_at_ns`, slices
+/// of `slice_ns`, cycling over `cycle` (each slice's active jobs).
+fn schedule(
+    first: u64,
+    first_apply_at_ns: u64,
+    slice_ns: u64,
+    cycle: &[&[u32]],
+    report_every: u64,
+) -> cosched_proto::wire::SliceSchedule {
+    cosched_proto::wire::SliceSchedule {
+        epoch: 1,
+        first_slice: first,
+        first_apply_at_ns,
+        slice_ns,
+        slices: cycle
+            .iter()
+            .map(|jobs| cosched_proto::wire::ScheduledSlice {
+                rows: vec![0],
+                active_jobs: jobs.to_vec(),
+            })
+            .collect(),
+        repeat_from: 0,
+        report_every,
+        strict: true,
+    }
+}
+
+impl Harness {
+    fn reported_slices(&mut self) -> Vec<u64> {
+        self.drain()
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::SliceSwitched(switched) => Some(switched.slice),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn active(&self) -> HashSet<u32> {
+        self.engine.gang().expect("gang mode").active.clone()
+    }
+}
+
+#[test]
+fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_slices() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.drain();
+    let start = monotonic_ns() + 2_000_000;
+    h.message(schedule(10, start, 2_000_000, &[&[7], &[8]], 2));
+    let mut seen = Vec::new();
+    let mut reported = Vec::new();
+    for _ in 0..4 {
+        h.fire_timer();
+        seen.push(h.active());
+        reported.extend(h.reported_slices());
+    }
+    let (seven, eight) = (HashSet::from([7]), HashSet::from([8]));
+    assert_eq!(seen, [seven.clone(), eight.clone(), seven, eight]);
+    assert_eq!(reported, [10, 12], "only slices that are multiples of 2");
+}
+
+#[test]
+fn a_late_schedule_applies_its_first_slice_at_once_then_goes_on_from_the_next_due_one() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.drain();
+    // Slice 0 started 3.5 slices ago: it is applied now, 1..=3 are over.
+    let slice_ns = 20_000_000;
+    let first = monotonic_ns() - 3 * slice_ns - slice_ns / 2;
+    h.message(schedule(0, first, slice_ns, &[&[7], &[8]], 1));
+    assert_eq!(h.active(), HashSet::from([7]));
+    assert_eq!(h.reported_slices(), [0]);
+    h.fire_timer();
+    // Slice 4 (even: job 7's), not 1.
+    assert_eq!(h.reported_slices(), [4]);
+    assert_eq!(h.active(), HashSet::from([7]));
+}
+
+#[test]
+fn a_switch_slice_replaces_the_schedule_and_its_armed_slice_is_dropped() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.drain();
+    h.message(schedule(
+        10,
+        monotonic_ns() + 2_000_000,
+        2_000_000,
+        &[&[7]],
+        1,
+    ));
+    h.switch_now(10, &[8]);
+    assert_eq!(h.active(), HashSet::from([8]));
+    // The schedule's armed slice fires and changes nothing.
+    assert!(h.fire_timer().is_empty());
+    assert_eq!(h.active(), HashSet::from([8]));
+    assert_eq!(h.reported_slices(), [10]);
+}
+
+#[test]
+fn a_schedule_re_announced_from_a_slice_already_switched_goes_on_from_the_next() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.drain();
+    let slice_ns = 2_000_000;
+    let now = monotonic_ns();
+    h.message(schedule(5, now - 1_000, slice_ns, &[&[7]], 1));
+    assert_eq!(h.active(), HashSet::from([7]));
+    // The coordinator's estimate of this clock moved: the same slices, now
+    // half a slice later, and job 8 instead.
+    h.message(schedule(5, now + slice_ns / 2, slice_ns, &[&[8]], 1));
+    // The old schedule's armed slice 6 fires first: dropped.
+    assert!(h.fire_timer().is_empty());
+    h.fire_timer();
+    assert_eq!(h.active(), HashSet::from([8]));
+    assert_eq!(h.reported_slices(), [5, 6]);
+}
+
+#[test]
+fn losing_the_coordinator_drops_the_schedule() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.event(UP);
+    h.drain();
+    h.message(schedule(
+        1,
+        monotonic_ns() + 2_000_000,
+        2_000_000,
+        &[&[7]],
+        1,
+    ));
+    h.event(LinkEvent::Down {
+        reason: "test".into(),
+    });
+    assert!(h.fire_timer().is_empty());
+    assert!(h.engine.gang().is_none());
+}

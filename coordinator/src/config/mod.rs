@@ -67,6 +67,12 @@ pub struct Config {
     /// 5 ms). Default 0.
     #[serde(default)]
     pub switch_lead_us: u64,
+    /// Announce gang slices ahead as one `SliceSchedule` per node (protocol
+    /// 1.5 agents switch by their own timer; re-announced only when what a
+    /// node runs, or its clock estimate, changes). `false`: a `SwitchSlice`
+    /// per slice to every agent. Default true.
+    #[serde(default = "default_schedule_ahead")]
+    pub schedule_ahead: bool,
     /// Column allocation: `first-fit` (default) or `buddy`.
     #[serde(default = "default_allocation", with = "allocation_name")]
     pub allocation: ColumnAllocation,
@@ -125,6 +131,10 @@ fn default_admin_socket() -> PathBuf {
 fn default_metrics_listen() -> SocketAddr {
     ([127, 0, 0, 1], 9465).into()
 }
+fn default_schedule_ahead() -> bool {
+    true
+}
+
 fn default_max_rows() -> usize {
     cosched_policy::global::DEFAULT_MAX_ROWS
 }

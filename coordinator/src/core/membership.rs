@@ -56,6 +56,7 @@ impl Core {
         };
         state.clock = Default::default();
         state.protocol = protocol;
+        state.schedule = None;
         if changed {
             self.persist();
         }
@@ -131,6 +132,7 @@ impl Core {
             return Vec::new();
         }
         self.nodes[node].link = Link::Down;
+        self.nodes[node].schedule = None;
         tracing::warn!(node = %self.node_name(node), conn, "node disconnected");
         self.checks_lost_node(node);
         for observation in self.division_skew.node_gone(node) {

@@ -126,6 +126,9 @@ pub struct CoreConfig {
     pub slice_ns: u64,
     /// The BE/RT policies' settings.
     pub classes: ClassesConfig,
+    /// Gang slices announced ahead to agents of protocol 1.5 (see
+    /// `slicing`).
+    pub schedule_ahead: bool,
 }
 
 impl From<&Config> for CoreConfig {
@@ -145,6 +148,7 @@ impl From<&Config> for CoreConfig {
             check_timeout_ns: config.heartbeat_timeout().as_nanos() as u64,
             slice_ns: config.slice().as_nanos() as u64,
             classes: config.classes.clone(),
+            schedule_ahead: config.schedule_ahead,
         }
     }
 }

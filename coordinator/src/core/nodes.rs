@@ -4,7 +4,7 @@
 use std::{collections::BTreeSet, net::IpAddr};
 
 use cosched_policy::global::{ClockOffsetEstimator, OffsetEstimate};
-use cosched_proto::wire::{MessageKind, ProtocolVersion, RankRef};
+use cosched_proto::wire::{MessageKind, ProtocolVersion, RankRef, SliceSchedule};
 use serde::{Deserialize, Serialize};
 
 /// The persisted part of a node: where its ranks are reached, and what must
@@ -42,6 +42,9 @@ pub struct NodeState {
     /// The protocol version the node's agent announced in its handshake
     /// (meaningful while the link is up).
     pub protocol: ProtocolVersion,
+    /// The slice schedule this node's agent follows (protocol 1.5), until
+    /// a slice it predicts differs from the plan; cleared with the link.
+    pub schedule: Option<SliceSchedule>,
 }
 
 impl NodeState {
@@ -51,6 +54,7 @@ impl NodeState {
             link: Link::Down,
             clock: ClockOffsetEstimator::default(),
             protocol: ProtocolVersion { major: 1, minor: 0 },
+            schedule: None,
         }
     }
 

@@ -1,17 +1,58 @@
 //! Time slicing: computing each slice, telling every agent what runs on its
 //! node and when (in its own clock), and learning from what they report
 //! back (switch instants, per-quantum utilisation).
+//!
+//! Under the gang rotation (gang, fcs, fcfs) and `schedule_ahead`, agents of
+//! protocol 1.5 are not sent a `SwitchSlice` per slice: each gets one
+//! [`SliceSchedule`] (the rotation from this slice to the end of the next
+//! round, repeating), switches by its own timer, and reports one slice in
+//! [`REPORT_PERIOD_NS`]. Every slice is still planned here as before and
+//! compared, node by node, with what that node's schedule predicts: a node
+//! whose jobs, rows or switch instant (its clock estimate moved by more
+//! than [`RESCHEDULE_DRIFT_NS`]) differ gets a new schedule from this slice
+//! on. Older agents keep their per-slice `SwitchSlice`s.
 
 use std::collections::BTreeSet;
 
 use cosched_policy::global::{JobId, NodeIndex, Slice};
-use cosched_proto::wire::{SliceSwitched, SwitchSlice, UtilReport};
+use cosched_proto::wire::{
+    MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched, SwitchSlice,
+    UtilReport,
+};
 
 use super::{
-    Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation, classes::ClassState,
-    rotation::Rows,
+    Core, CurrentSlice, INVENTORY_QUANTUM, QuantumSamples, SwitchObservation,
+    classes::ClassState,
+    rotation::{Rotation, Rows},
 };
 use crate::policy::GlobalPolicy;
+
+/// A scheduled agent reports one slice in this long (skew is measured on
+/// those slices; at least every slice).
+pub const REPORT_PERIOD_NS: u64 = 100_000_000;
+
+/// A node's schedule is re-announced when the instant it predicts for a
+/// slice and the instant the coordinator would tell it now differ by more
+/// than this (a quarter of the 1 ms skew target).
+pub const RESCHEDULE_DRIFT_NS: u64 = 250_000;
+
+/// Whether `schedule` predicts slice `number` of `epoch` as planned now.
+pub fn predicts(
+    schedule: &SliceSchedule,
+    epoch: u64,
+    number: u64,
+    rows: &[u32],
+    active_jobs: &[u32],
+    apply_at_ns: u64,
+) -> bool {
+    schedule.epoch == epoch
+        && schedule
+            .entry(number)
+            .is_some_and(|entry| entry.rows == rows && entry.active_jobs == active_jobs)
+        && schedule
+            .apply_at_ns(number)
+            .is_some_and(|predicted| predicted.abs_diff(apply_at_ns) <= RESCHEDULE_DRIFT_NS)
+}
 
 /// What [`Core::plan`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +151,9 @@ impl Core {
         let active: Vec<Vec<u32>> = (0..self.nodes.len())
             .map(|node| self.active_on(&slice, node))
             .collect();
-        self.broadcast(start_ns, &ready, &rows, |node| active[node].clone())
+        let ahead = (self.config.schedule_ahead && matches!(self.rotation, Rotation::Gang(_)))
+            .then_some(&slice);
+        self.broadcast_ahead(start_ns, &ready, &rows, |node| active[node].clone(), ahead)
     }
 
     fn broadcast(
@@ -120,12 +163,74 @@ impl Core {
         rows: &[u32],
         active: impl Fn(NodeIndex) -> Vec<u32>,
     ) -> Vec<SwitchObservation> {
+        self.broadcast_ahead(start_ns, ready, rows, active, None)
+    }
+
+    /// Announces slice `slice_counter` to `ready`: a `SwitchSlice` each, or,
+    /// with `ahead` (the slice, under the gang rotation), a new schedule to
+    /// the 1.5 agents whose schedule does not predict it and nothing to the
+    /// others.
+    fn broadcast_ahead(
+        &mut self,
+        start_ns: u64,
+        ready: &[NodeIndex],
+        rows: &[u32],
+        active: impl Fn(NodeIndex) -> Vec<u32>,
+        ahead: Option<&Slice>,
+    ) -> Vec<SwitchObservation> {
         let number = self.slice_counter;
         self.slice_counter += 1;
         let strict = self.policy.strict_switches();
         let mut told = std::collections::BTreeMap::new();
+        let mut future: Option<(Vec<Slice>, u32)> = None;
         for &node in ready {
             let apply_at_ns = self.nodes[node].to_agent_clock(start_ns);
+            if let Some(current) = ahead
+                && self.nodes[node].knows(MessageKind::SliceSchedule)
+            {
+                let active_jobs = active(node);
+                let kept = self.nodes[node].schedule.as_ref().filter(|schedule| {
+                    predicts(
+                        schedule,
+                        self.epoch,
+                        number,
+                        rows,
+                        &active_jobs,
+                        apply_at_ns,
+                    )
+                });
+                if let Some(schedule) = kept {
+                    if schedule.reports(number) {
+                        let predicted = schedule.apply_at_ns(number).unwrap_or(apply_at_ns);
+                        told.insert(node, predicted);
+                    }
+                    continue;
+                }
+                let (slices, repeat_from) = future.get_or_insert_with(|| self.lookahead(current));
+                let schedule = SliceSchedule {
+                    epoch: self.epoch,
+                    first_slice: number,
+                    first_apply_at_ns: apply_at_ns,
+                    slice_ns: self.config.slice_ns,
+                    slices: slices
+                        .iter()
+                        .map(|slice| ScheduledSlice {
+                            rows: slice.rows.rows().iter().map(|&row| row as u32).collect(),
+                            active_jobs: self.active_on(slice, node),
+                        })
+                        .collect(),
+                    repeat_from: *repeat_from,
+                    report_every: (REPORT_PERIOD_NS / self.config.slice_ns.max(1)).max(1),
+                    strict,
+                };
+                if schedule.reports(number) {
+                    told.insert(node, apply_at_ns);
+                }
+                self.nodes[node].schedule = Some(schedule.clone());
+                self.send(node, schedule);
+                continue;
+            }
+            self.nodes[node].schedule = None;
             told.insert(node, apply_at_ns);
             let message = SwitchSlice {
                 epoch: self.epoch,
@@ -138,6 +243,28 @@ impl Core {
             self.send(node, message);
         }
         self.skew.expect(self.epoch, number, start_ns, told)
+    }
+
+    /// `current` and the slices the gang rotation runs after it, to the end
+    /// of the next round, with the index where that round (the cycle that
+    /// repeats while the matrix stays as it is) starts.
+    fn lookahead(&self, current: &Slice) -> (Vec<Slice>, u32) {
+        let mut slices = vec![current.clone()];
+        let Rotation::Gang(scheduler) = &self.rotation else {
+            return (slices, 0);
+        };
+        let mut scheduler = scheduler.clone();
+        while slices.len() < MAX_SCHEDULED_SLICES {
+            match scheduler.next_slice(&self.matrix) {
+                Some(next) if next.round <= current.round + 1 => slices.push(next),
+                _ => break,
+            }
+        }
+        let repeat_from = slices
+            .iter()
+            .position(|slice| slice.round > current.round)
+            .unwrap_or(0);
+        (slices, repeat_from as u32)
     }
 
     /// The jobs that run on `node` in `slice`: the active rows' job first

@@ -21,8 +21,10 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// coordinator, whose processes join it on each node); 1.3:
 /// `ClassSettings`, `SwitchDivision`/`DivisionSwitched` and `FrameReport`
 /// (best-effort and real-time jobs together: 1GS, 2DCS-TDM, 2DCS-PS);
-/// 1.4: `ExpectJob.owner` (see [`super::jobs::EXPECT_OWNER_SINCE_MINOR`]).
-pub const PROTOCOL_MINOR: u8 = 4;
+/// 1.4: `ExpectJob.owner` (see [`super::jobs::EXPECT_OWNER_SINCE_MINOR`]);
+/// 1.5: `SliceSchedule` (gang slices announced ahead, switched by the
+/// agent's timer).
+pub const PROTOCOL_MINOR: u8 = 5;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

@@ -37,11 +37,12 @@ pub enum MessageKind {
     SwitchDivision = 51,
     DivisionSwitched = 52,
     FrameReport = 53,
+    SliceSchedule = 54,
 }
 
 impl MessageKind {
     /// Every kind this build knows.
-    pub const ALL: [MessageKind; 23] = [
+    pub const ALL: [MessageKind; 24] = [
         MessageKind::Hello,
         MessageKind::HelloAck,
         MessageKind::HelloConfirm,
@@ -65,6 +66,7 @@ impl MessageKind {
         MessageKind::SwitchDivision,
         MessageKind::DivisionSwitched,
         MessageKind::FrameReport,
+        MessageKind::SliceSchedule,
     ];
 
     /// The header code.
@@ -92,6 +94,7 @@ impl MessageKind {
             | MessageKind::SwitchDivision
             | MessageKind::DivisionSwitched
             | MessageKind::FrameReport => 3,
+            MessageKind::SliceSchedule => super::slices::SCHEDULE_SINCE_MINOR,
             _ => 0,
         }
     }
@@ -135,6 +138,7 @@ impl MessageKind {
             MessageKind::SwitchDivision => "SwitchDivision",
             MessageKind::DivisionSwitched => "DivisionSwitched",
             MessageKind::FrameReport => "FrameReport",
+            MessageKind::SliceSchedule => "SliceSchedule",
         }
     }
 }
@@ -181,5 +185,7 @@ mod tests {
         ] {
             assert!(!kind.known_to(third), "{kind} is 1.3");
         }
+        let fourth = crate::wire::ProtocolVersion { major: 1, minor: 4 };
+        assert!(!MessageKind::SliceSchedule.known_to(fourth));
     }
 }

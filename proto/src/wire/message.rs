@@ -9,7 +9,7 @@ use super::leftovers::{RanksReaped, ReapRanks};
 use super::node::{ErrorReport, Heartbeat, HeartbeatReply, Register, SetPolicy};
 use super::payload::{self, Payload};
 use super::programs::{CheckProgram, ProgramChecked};
-use super::slices::{SliceSwitched, SwitchSlice, UtilReport};
+use super::slices::{SliceSchedule, SliceSwitched, SwitchSlice, UtilReport};
 
 /// Declares [`Message`] from one list: each variant travels as the frame
 /// kind of the same name and carries the body type given, so adding a
@@ -81,4 +81,5 @@ messages!(
     SwitchDivision(SwitchDivision),
     DivisionSwitched(DivisionSwitched),
     FrameReport(FrameReport),
+    SliceSchedule(SliceSchedule),
 );

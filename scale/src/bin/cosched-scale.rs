@@ -22,6 +22,11 @@ struct Args {
     /// at most half a slice).
     #[arg(long, default_value_t = 0)]
     switch_lead_us: u64,
+    /// The coordinator sends a `SwitchSlice` per slice to every agent (its
+    /// `schedule_ahead = false`: the protocol before 1.5) instead of
+    /// schedules announced ahead.
+    #[arg(long)]
+    per_switch: bool,
     #[arg(long, default_value_t = 4)]
     max_rows: usize,
     /// Jobs submitted; each spans `--job-nodes` nodes (default: all).
@@ -75,6 +80,7 @@ fn main() -> anyhow::Result<()> {
         agents: args.agents,
         slice_ms: args.slice_ms,
         switch_lead_us: args.switch_lead_us,
+        schedule_ahead: !args.per_switch,
         max_rows: args.max_rows,
         jobs: args.jobs,
         job_nodes: args.job_nodes.unwrap_or(args.agents),

@@ -19,6 +19,7 @@ mod checks;
 mod classes;
 mod leftovers;
 mod one_gs;
+mod schedule;
 
 /// The coordinator's clock in these tests, ns; program checks time out
 /// [`CHECK_TIMEOUT_NS`] after it.
@@ -39,6 +40,8 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         check_timeout_ns: CHECK_TIMEOUT_NS,
         slice_ns: SLICE_NS,
         classes: Default::default(),
+        // The per-slice protocol; `schedule.rs` tests the schedules.
+        schedule_ahead: false,
     }
 }
 
