@@ -262,3 +262,107 @@ fn rt_specs_no_schedule_can_meet_are_refused_at_submit_with_the_reason() {
         "nothing is kept: {jobs:#}"
     );
 }
+
+/// Both agents' fallback gauges and counters: (gauges, counters) summed.
+fn fallback_metrics(cluster: &TestCluster) -> (f64, f64) {
+    cluster
+        .agents
+        .iter()
+        .fold((0.0, 0.0), |(gauge, total), agent| {
+            (
+                gauge + agent.metric("cosched_tdm_division_fallback", &[]),
+                total + agent.metric("cosched_tdm_division_fallbacks_total", &[]),
+            )
+        })
+}
+
+#[test]
+fn under_2dcs_tdm_a_silent_coordinator_hands_the_divisions_to_each_node_until_it_speaks_again() {
+    require_root();
+    let _serial = exclusive();
+    let opts = CoordOpts {
+        policy: "2dcs-tdm",
+        slice_ms: 50,
+        extra: "[classes]\nratio = \"2:1\"\ntdm_period_ms = 150\n",
+        // The link must outlive the silence: only the divisions stop.
+        heartbeat_timeout_ms: 20_000,
+        ..CoordOpts::default()
+    };
+    let cluster = TestCluster::start(83, opts, "frame_report_interval_ms = 100");
+    let coordinator = &cluster.coordinator;
+    let video = coordinator
+        .try_submit_synth("video", 2, RT_CLASS, &rt_args("8"))
+        .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
+    wait_until(
+        "the coordinator's divisions applied on both agents",
+        Duration::from_secs(5),
+        || {
+            cluster.agents.iter().all(|agent| {
+                agent_classes(agent).starts_with("tdm 2:1")
+                    && agent.metric("cosched_division_switches_total", &["outcome=\"applied\""])
+                        >= 4.0
+            })
+        },
+    );
+    assert_eq!(
+        fallback_metrics(&cluster),
+        (0.0, 0.0),
+        "divisions arrive: no fallback"
+    );
+
+    // The coordinator stops (SIGSTOP: the connections stay, nothing comes).
+    // After 3 Δ = 450 ms each node runs its own division clock.
+    let pid = coordinator.child.as_ref().expect("running").id() as i32;
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let silent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_until(
+            "both nodes on their own clocks",
+            Duration::from_secs(5),
+            || fallback_metrics(&cluster) == (2.0, 2.0),
+        );
+        // The local clocks still alternate the classes and count frames.
+        let frames: Vec<f64> = cluster
+            .agents
+            .iter()
+            .map(|agent| agent.metric("cosched_rt_frames_total", &[]))
+            .collect();
+        let mut seen = vec![[false; 2]; cluster.agents.len()];
+        wait_until(
+            "both classes run on the local clocks and frames are counted",
+            Duration::from_secs(5),
+            || {
+                for (i, agent) in cluster.agents.iter().enumerate() {
+                    for (c, class) in ["class=\"rt\"", "class=\"be\""].iter().enumerate() {
+                        seen[i][c] |= agent.metric("cosched_class_running", &[class]) == 1.0;
+                    }
+                }
+                cluster.agents.iter().enumerate().all(|(i, agent)| {
+                    seen[i] == [true, true]
+                        && agent.metric("cosched_rt_frames_total", &[]) > frames[i]
+                })
+            },
+        );
+        for agent in &cluster.agents {
+            assert!(agent_classes(agent).starts_with("tdm 2:1"));
+        }
+    }));
+    // SAFETY: as above; resumed even when a check failed.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    if let Err(panic) = silent {
+        eprintln!("{}", cluster.logs());
+        std::panic::resume_unwind(panic);
+    }
+
+    // The coordinator's next division ends the local clocks; the count of
+    // fallbacks stays.
+    wait_until(
+        "both nodes back on the coordinator's divisions",
+        Duration::from_secs(5),
+        || fallback_metrics(&cluster) == (0.0, 2.0),
+    );
+    let done = coordinator.wait_job(video, Duration::from_secs(30), |job| {
+        state(job) != "running"
+    });
+    assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
+}

@@ -21,7 +21,7 @@
 
 use super::state::OneLevelGang;
 use crate::classes::RtSpec;
-use crate::global::JobId;
+use crate::global::{JobId, RowIndex};
 
 /// Where a job's rows run inside one cycle: `[start, end)` offsets in ns,
 /// ascending, not overlapping, inside `0..cycle_ns`.
@@ -154,6 +154,58 @@ pub fn worst_window_shortfall(spec: &RtSpec, timeline: &RowTimeline) -> u64 {
     gap.div_ceil(spec.period_ns).min(u64::from(spec.frames))
 }
 
+/// Frames a job is allowed per window in the start-row search: beyond it
+/// the model is not run and the job starts in its first row.
+const START_SEARCH_MAX_FRAMES: u32 = 4096;
+
+/// Where in its rows an RT job should start so that its first window is
+/// not short.
+///
+/// A program's windows start with its first frame, and its first frame
+/// starts the first time it runs: in one of its rows. Every window ends at
+/// that phase of the cycle (Γ a multiple of Ψ), so a window ends short by
+/// the frames still waiting there in steady state. Windows after the first
+/// carry as many in as they leave out; the first carries nothing in. At the
+/// start of the job's first row after its longest gap the wait is the
+/// gap's frames, ⌈gap/d⌉ (the measured 1GS misses: all in window 0); a few
+/// rows into its run, once its rows have drained what the gap left, it is
+/// zero and the first window finishes b frames like the others.
+///
+/// Returns the index into `timeline.runs` of the first row whose start
+/// leaves the first window (and the next two) with b frames for every
+/// release from the row's start to the last instant a frame of τ_max still
+/// fits in it (the program's own start-up delay), with τ_max per frame;
+/// the row with the fewest frames short if none does. `None` without rows.
+pub fn start_row(spec: &RtSpec, timeline: &RowTimeline) -> Option<usize> {
+    if timeline.runs.is_empty() {
+        return None;
+    }
+    if spec.frames > START_SEARCH_MAX_FRAMES {
+        return Some(0);
+    }
+    let short = |run: &(u64, u64)| -> u64 {
+        let (start, stop) = *run;
+        let last = stop.saturating_sub(spec.work_ns).max(start);
+        let step = ((last - start) / 8).max(1);
+        (start..=last)
+            .step_by(step as usize)
+            .map(|release| {
+                let done = frames_done_per_window(timeline, spec, release, 3, |_| spec.work_ns);
+                done.iter()
+                    .map(|&n| u64::from(spec.frames.saturating_sub(n)))
+                    .sum::<u64>()
+            })
+            .sum()
+    };
+    timeline
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, run)| (short(run), i))
+        .min()
+        .map(|(_, i)| i)
+}
+
 impl OneLevelGang {
     /// True when `job` is an allocated RT job whose window is a multiple of
     /// the current rotation's cycle (rotation length × slot): its windows
@@ -164,6 +216,31 @@ impl OneLevelGang {
         let spec = held.job.rt_spec()?;
         let cycle = self.config.slot_ns() * self.rotation().len() as u64;
         Some(is_phase_locked(spec, cycle))
+    }
+
+    /// The row an allocated RT job should first run in ([`start_row`] over
+    /// its own rows in the full cycle), under admission control only (the
+    /// only case with a cycle that does not change under it). `None` for
+    /// BE, waiting or unknown jobs, or without admission control.
+    pub fn start_row_of(&self, job: JobId) -> Option<RowIndex> {
+        if !self.config.admission_control {
+            return None;
+        }
+        let held = self.allocated.get(&job)?;
+        let spec = held.job.rt_spec()?;
+        let slot = self.config.slot_ns();
+        let timeline = RowTimeline {
+            cycle_ns: slot * self.rows() as u64,
+            runs: held
+                .rows
+                .iter()
+                .map(|&row| {
+                    let start = row as u64 * slot;
+                    (start, start + self.config.quantum_ns)
+                })
+                .collect(),
+        };
+        start_row(spec, &timeline).map(|i| held.rows[i])
     }
 }
 
@@ -242,5 +319,73 @@ mod tests {
         let timeline = RowTimeline::from_slots(10 * MS, 5, &[0]);
         let done = frames_done_per_window(&timeline, &spec, 0, 6, |_| 3 * MS);
         assert!(done[1..].iter().all(|&n| n < 20), "{done:?}");
+    }
+
+    /// The bench's RT job since b = 30: Γ = 300 ms, five 60 ms cycles.
+    fn bench_job_b30() -> RtSpec {
+        RtSpec::new(10 * MS, 30, 2 * MS).expect("valid")
+    }
+
+    #[test]
+    fn an_admitted_job_starting_at_the_row_after_its_gap_ends_its_first_window_short() {
+        // r = 2 of M = 6 rows: its first frame at the start of row 0 means
+        // every window ends there, after the 40 ms gap's 4 frames.
+        let spec = bench_job_b30();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0, 1]);
+        assert!(is_phase_locked(&spec, timeline.cycle_ns));
+        let done = frames_done_per_window(&timeline, &spec, 0, 5, |_| 2 * MS);
+        assert_eq!(done, [26, 30, 30, 30, 30]);
+    }
+
+    #[test]
+    fn an_admitted_job_starting_mid_cycle_misses_nothing() {
+        // Started in row 1, after row 0 ran the gap's frames: every window,
+        // the first too, ends with nothing waiting, whatever the program's
+        // start-up delay inside the row.
+        let spec = bench_job_b30();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0, 1]);
+        assert_eq!(start_row(&spec, &timeline), Some(1));
+        for release in 10..=18 {
+            let done = frames_done_per_window(&timeline, &spec, release * MS, 5, |_| 2 * MS);
+            assert_eq!(done, [30; 5], "first frame at {release} ms");
+        }
+    }
+
+    #[test]
+    fn the_start_row_follows_the_rows_that_drain_the_gap_wherever_they_are() {
+        let spec = bench_job_b30();
+        // Rows 3 and 4 of 6: the gap wraps over the cycle's end.
+        let late = RowTimeline::from_slots(10 * MS, 6, &[3, 4]);
+        assert_eq!(start_row(&spec, &late), Some(1));
+        // Every row its own: no gap, no wait, the first row will do.
+        let all = RowTimeline::from_slots(10 * MS, 6, &[0, 1, 2, 3, 4, 5]);
+        assert_eq!(start_row(&spec, &all), Some(0));
+        assert_eq!(
+            start_row(
+                &spec,
+                &RowTimeline {
+                    cycle_ns: 60 * MS,
+                    runs: Vec::new()
+                }
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn rows_too_spread_to_drain_a_gap_before_the_next_one_can_still_start_short() {
+        // Rows 0 and 3: each row starts after a 20 ms gap's 2 frames, so a
+        // program whose first frame starts with the row still ends its first
+        // window up to 2 frames short, whichever row it starts in (a start
+        // a few ms into the row would not). Later windows are full.
+        let spec = bench_job_b30();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0, 3]);
+        assert_eq!(start_row(&spec, &timeline), Some(0), "a tie: the first");
+        for (start, _) in timeline.runs.clone() {
+            let done = frames_done_per_window(&timeline, &spec, start, 5, |_| 2 * MS);
+            assert_eq!(done, [28, 30, 30, 30, 30]);
+            let later = frames_done_per_window(&timeline, &spec, start + 4 * MS, 5, |_| 2 * MS);
+            assert_eq!(later, [30; 5]);
+        }
     }
 }

@@ -118,12 +118,24 @@ impl OneLevelGang {
     }
 
     /// Allocated jobs of `class` that may be copied, in arrival order: every
-    /// BE job; RT jobs not reported satisfied.
+    /// BE job; RT jobs not reported satisfied, and under admission control
+    /// only those whose own rows do not pay for their frames (none, once
+    /// admitted). An admitted job is at its throughput by construction, and
+    /// a copy would not last: it runs the job's frames early until the next
+    /// event removes it, and the window in which it goes ends with the
+    /// frames the gap between its own rows holds — short, where its own rows
+    /// alone would have finished b (`phase`).
     fn replication_candidates(&self, class: Class) -> Vec<JobId> {
         let mut jobs: Vec<(u64, JobId)> = self
             .allocated
             .values()
             .filter(|held| held.job.class() == class && !self.satisfied.contains(&held.job.id))
+            .filter(|held| {
+                !(self.config.admission_control
+                    && self
+                        .guaranteed_frames_per_cycle(held.job.id)
+                        .is_some_and(|guarantee| guarantee.is_met()))
+            })
             .map(|held| (held.order, held.job.id))
             .collect();
         jobs.sort_unstable();

@@ -17,7 +17,7 @@
 //! then; a shorter cycle would drift against the windows and leave some
 //! short of b frames.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -84,11 +84,48 @@ pub struct OneLevelGangRotor {
     next_number: u64,
     rounds_started: u64,
     remaining: VecDeque<RowIndex>,
+    /// Allocated jobs this rotor has seen.
+    #[serde(default)]
+    seen: BTreeSet<JobId>,
+    /// RT jobs that sit out their rows until this one comes up
+    /// ([`OneLevelGang::start_row_of`]): their first window then ends where
+    /// their rows have drained what the gaps left.
+    #[serde(default)]
+    starting: BTreeMap<JobId, RowIndex>,
 }
 
 impl OneLevelGangRotor {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// RT jobs waiting for their start row, and the row.
+    pub fn starting(&self) -> &BTreeMap<JobId, RowIndex> {
+        &self.starting
+    }
+
+    /// Jobs allocated since the last slice: an RT job with a start row
+    /// waits for it; jobs that left are forgotten.
+    fn note_new_jobs(&mut self, state: &OneLevelGang) {
+        self.seen.retain(|&job| state.allocation(job).is_some());
+        self.starting
+            .retain(|&job, _| state.allocation(job).is_some());
+        for held in state.allocations() {
+            if self.seen.insert(held.job.id)
+                && let Some(row) = state.start_row_of(held.job.id)
+            {
+                self.starting.insert(held.job.id, row);
+            }
+        }
+    }
+
+    /// Takes the jobs still waiting for their start row out of `slice` of
+    /// `row`; a job whose start row this is runs from now on.
+    fn hold_starting_jobs(&mut self, row: RowIndex, slice: &mut Slice) {
+        self.starting.retain(|_, start| *start != row);
+        for active in &mut slice.active_by_node {
+            active.retain(|job| !self.starting.contains_key(job));
+        }
     }
 
     /// Rows still to run in the current round.
@@ -111,7 +148,9 @@ impl OneLevelGangRotor {
             if row >= state.rows() || (state.is_row_empty(row) && !state.keeps_full_cycle()) {
                 continue;
             }
-            let slice = state.slice(self.next_number, self.rounds_started - 1, row);
+            self.note_new_jobs(state);
+            let mut slice = state.slice(self.next_number, self.rounds_started - 1, row);
+            self.hold_starting_jobs(row, &mut slice);
             self.next_number += 1;
             return Some(slice);
         }

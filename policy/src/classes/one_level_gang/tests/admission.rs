@@ -2,7 +2,7 @@
 //! set with the same columns free, or wait; and the guarantee it buys.
 
 use super::support::{
-    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, config, matrix, render, rt, wait,
+    MS, PERIOD, QUANTUM, WAIT, allocate, assert_consistent, be, config, matrix, render, rt, wait,
 };
 use crate::classes::one_level_gang::{
     ArrivalDecision, OneGsJob, OneLevelGang, OneLevelGangConfig, OneLevelGangError,
@@ -59,9 +59,10 @@ fn an_rt_job_that_needs_one_row_more_waits_and_is_evicted_after_w() {
     let mut state = matrix(4, 6, 2, 1, true);
     allocate(&mut state, rt(1, 4, 10 * MS), 0); // r = 2: rows 0 and 1
     assert_eq!(wait(&mut state, rt(2, 4, 15 * MS), 7), 0); // r = 3, 2 left
-    // The free RT rows and the BE rows run copies of job 1, never job 2.
+    // The free RT rows stay idle: never job 2, and no copies of job 1,
+    // whose own rows pay for its frames.
     assert_eq!(state.rows_of_job(JobId(2)), Vec::<usize>::new());
-    assert_eq!(render(&state)[..4], ["AAAA", "AAAA", "aaaa", "aaaa"]);
+    assert_eq!(render(&state)[..4], ["AAAA", "AAAA", "....", "...."]);
     assert!(state.evict_expired(6 + WAIT).evicted.is_empty());
     let evicted = state.evict_expired(7 + WAIT).evicted;
     assert_eq!(evicted.len(), 1);
@@ -74,6 +75,7 @@ fn a_waiting_rt_job_gets_its_rows_when_a_job_leaves_despite_the_copies() {
     let mut state = matrix(4, 6, 2, 1, true);
     allocate(&mut state, rt(1, 4, 5 * MS), 0); // row 0
     allocate(&mut state, rt(2, 2, 5 * MS), 0); // row 1, nodes 0 and 1
+    allocate(&mut state, be(4, 4), 0); // row 4, copied into the free rows
     wait(&mut state, rt(3, 4, 15 * MS), 1); // r = 3: rows 2 and 3 are not enough
     assert!(
         !state.is_row_empty(2) && !state.is_row_empty(3),

@@ -305,10 +305,15 @@ fn check(run: &mut Run) {
 
     if run.after_event {
         // The four steps leave no candidate that fits anywhere, satisfied RT
-        // jobs uncopied, and running them again changes nothing.
+        // jobs and admitted ones (their rows pay for their frames) uncopied,
+        // and running them again changes nothing.
         for held in state.allocations() {
             let satisfied = state.satisfied().contains(&held.job.id);
-            if satisfied {
+            let admitted = state.config().admission_control
+                && state
+                    .guaranteed_frames_per_cycle(held.job.id)
+                    .is_some_and(|g| g.is_met());
+            if satisfied || admitted {
                 assert!(state.replica_rows(held.job.id).is_empty());
                 continue;
             }
@@ -346,10 +351,14 @@ fn check(run: &mut Run) {
         let slice = rotor.next_slice(state).unwrap();
         assert_eq!(slice.round, 0);
         let row = slice.rows.lowest_row();
+        // A new RT job sits out its rows until its start row.
         for (node, jobs) in slice.active_by_node.iter().enumerate() {
             assert_eq!(
                 jobs.iter().next().copied(),
-                state.cell(row, node).map(|c| c.job)
+                state
+                    .cell(row, node)
+                    .map(|c| c.job)
+                    .filter(|job| !rotor.starting().contains_key(job))
             );
         }
         *per_class.entry(split.class_of(row).unwrap()).or_insert(0) += 1;

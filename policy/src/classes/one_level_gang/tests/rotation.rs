@@ -2,10 +2,10 @@
 
 use std::collections::BTreeSet;
 
-use super::support::{MS, allocate, be, matrix, render, rt, wait};
-use crate::classes::Class;
-use crate::classes::one_level_gang::{CellKind, OneLevelGangRotor};
-use crate::global::{ActiveRows, JobId};
+use super::support::{MS, WAIT, allocate, be, matrix, render, rt, wait};
+use crate::classes::one_level_gang::{CellKind, OneGsJob, OneLevelGangRotor};
+use crate::classes::{Class, RtSpec};
+use crate::global::{ActiveRows, JobId, RowIndex};
 
 #[test]
 fn empty_rows_leave_the_rotation() {
@@ -115,4 +115,72 @@ fn with_both_classes_backlogged_each_round_gives_the_classes_their_rows() {
         }
     }
     assert_eq!(per_class, [4, 2], "2:1 of six rows");
+}
+
+#[test]
+fn a_new_rt_job_sits_out_its_rows_until_the_one_where_its_first_window_cannot_end_short() {
+    // The bench's 1GS: M = 6 rows of 10 ms split 2:1, an RT job of d = 10 ms,
+    // b = 30, τ = 2 ms holding r = 2 rows.
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    let job = OneGsJob::real_time(JobId(1), 2, spec, WAIT);
+    let (rows, _) = allocate(&mut state, job, 0);
+    assert_eq!(rows, [0, 1]);
+    // Starting at row 0 its first window would end after the 40 ms gap's
+    // frames, not yet run; by row 1, row 0 has run them.
+    assert_eq!(state.start_row_of(JobId(1)), Some(1));
+    let mut rotor = OneLevelGangRotor::new();
+    let runs: Vec<(RowIndex, bool)> = (0..12)
+        .map(|_| rotor.next_slice(&state).unwrap())
+        .map(|slice| {
+            (
+                slice.rows.lowest_row(),
+                slice.active_jobs().contains(&JobId(1)),
+            )
+        })
+        .collect();
+    let expected: Vec<(RowIndex, bool)> = (0..12).map(|n| (n % 6, n != 0 && n % 6 < 2)).collect();
+    assert_eq!(
+        runs, expected,
+        "held out of row 0 once, then in both rows (its rows pay for its frames: no copies)"
+    );
+    assert!(rotor.starting().is_empty());
+
+    // A second RT job allocated mid-round waits for its own start row.
+    let (rows, _) = allocate(&mut state, OneGsJob::real_time(JobId(2), 2, spec, WAIT), 1);
+    assert_eq!(rows, [2, 3]);
+    let job_2: Vec<(RowIndex, bool)> = (0..10)
+        .map(|_| rotor.next_slice(&state).unwrap())
+        .map(|slice| {
+            (
+                slice.rows.lowest_row(),
+                slice.active_jobs().contains(&JobId(2)),
+            )
+        })
+        .collect();
+    assert_eq!(
+        job_2,
+        [
+            (0, false),
+            (1, false),
+            (2, false),
+            (3, true),
+            (4, false),
+            (5, false),
+            (0, false),
+            (1, false),
+            (2, true),
+            (3, true)
+        ]
+    );
+}
+
+#[test]
+fn without_admission_control_no_job_waits_for_a_start_row() {
+    let mut state = matrix(2, 6, 2, 1, false);
+    allocate(&mut state, rt(1, 2, 5 * MS), 0);
+    assert_eq!(state.start_row_of(JobId(1)), None);
+    let mut rotor = OneLevelGangRotor::new();
+    let first = rotor.next_slice(&state).unwrap();
+    assert!(first.active_jobs().contains(&JobId(1)));
 }
