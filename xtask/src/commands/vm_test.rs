@@ -1,4 +1,6 @@
-//! `cargo xtask vm-test [--kernel 7.x|6.12|6.1|all]`.
+//! `cargo xtask vm-test [--kernel 7.x|6.12|6.1|all]`, and
+//! `cargo xtask vm-test --scx [--runs N] [--seconds S]` (the sched_ext
+//! comparison, not part of `cargo xtask test`).
 
 use std::{process::ExitCode, time::Duration};
 
@@ -22,6 +24,17 @@ pub struct Args {
     /// Longest one kernel's run may take, in seconds.
     #[arg(long, default_value_t = 420)]
     timeout: u64,
+    /// Instead of the checks: arrival -> running of the same two jobs under
+    /// plain Linux, the agent with DCS and a minimal sched_ext scheduler
+    /// (scx/), in one 7.x guest per run (docs/kernels.md).
+    #[arg(long)]
+    scx: bool,
+    /// With --scx: boots (the order of the modes rotates between them).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// With --scx: seconds the jobs run in each mode.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
 }
 
 pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
@@ -31,6 +44,27 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
         cargo_build::build_binaries(workspace, &tools, Profile::Release)?;
     }
     vm::check_host()?;
+    if args.scx {
+        let [kernel] = kernels[..] else {
+            anyhow::bail!("--scx runs on one kernel (7.x: the only one with sched_ext)");
+        };
+        let boots = vm::scx::run(&vm::scx::ScxOptions {
+            kernel,
+            root: workspace.root().to_path_buf(),
+            bin_dir: workspace.profile_dir("release")?,
+            out_dir: workspace.profile_dir("vm")?,
+            runs: args.runs,
+            seconds: args.seconds,
+        })?;
+        let complete = boots
+            .iter()
+            .all(|b| b.values().all(|m| m.probe.is_some() && m.errors.is_empty()));
+        return Ok(if complete {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let started = std::time::Instant::now();
     let runs = vm::run(&VmTestOptions {
         kernels,

@@ -115,13 +115,13 @@ sched_of() {
     set -- $l
     echo "${41} ${40} ${19}"
 }
-# A two-rank cosched-synth job on this VM (UDP over loopback): prints the
-# pid of the shell that holds both ranks.
+# A two-rank cosched-synth job on this VM (UDP over loopback) of $3 seconds
+# (default 600): prints the pid of the shell that holds both ranks.
 start_job() {
-    name=$1; port=$2
+    name=$1; port=$2; secs=${3:-600}
     peers="127.0.0.1:$port,127.0.0.1:$((port + 1))"
-    taskset -c 0 sh -c "cosched-synth --job $name --rank 0 --size 2 --peers $peers --recv spin --compute-us 20 --duration 600 >/tmp/$name.0 2>&1 &
-           cosched-synth --job $name --rank 1 --size 2 --peers $peers --recv spin --compute-us 20 --duration 600 >/tmp/$name.1 2>&1 &
+    taskset -c 0 sh -c "cosched-synth --job $name --rank 0 --size 2 --peers $peers --recv spin --compute-us 20 --duration $secs >/tmp/$name.0 2>&1 &
+           cosched-synth --job $name --rank 1 --size 2 --peers $peers --recv spin --compute-us 20 --duration $secs >/tmp/$name.1 2>&1 &
            wait" >/dev/null 2>&1 &
     echo $!
 }
@@ -371,7 +371,49 @@ EOF
     finish END
 }
 
+# --- the sched_ext comparison (`cargo xtask vm-test --scx`) -----------------
+# The same two 2-rank jobs on CPU 0 under each mode of cosched.modes, one
+# after the other, for cosched.secs seconds each; cosched-scx measures
+# arrival -> running of the receivers in every mode (the probe), and in mode
+# scx is also the scheduler. Prints "VMTEST SCX <mode> <loader line>" and
+# "VMTEST SCX <mode> SYNTH <rank 0's summary>" per job.
+scx_vm() {
+    secs=$(arg secs)
+    port=22000
+    for mode in $(arg modes | tr ',' ' '); do
+        port=$((port + 200))
+        case $mode in scx) what=sched ;; scx-fifo) what=fifo ;; *) what=probe ;; esac
+        cosched-scx $what $((secs + 120)) >/tmp/scx.$mode 2>&1 &
+        LOADER=$!
+        if ! wait_for 600 grep -q '^SCX \(READY\|ERROR\)' /tmp/scx.$mode; then
+            say SCX $mode "SCX ERROR the loader did not start in 60 s"
+        fi
+        if [ $mode = agent ]; then
+            agent_config dcs 12 >/etc/cosched/agent.toml
+            start_agent || say SCX $mode "SCX ERROR the agent did not start: $(grep -m1 -i error /tmp/agent.log)"
+        fi
+        JA=$(start_job a $port "$secs")
+        JB=$(start_job b $((port + 100)) "$secs")
+        if [ $mode = agent ]; then
+            usleep 300000
+            cosched node adopt --pid "$JA" --name a >/dev/null 2>&1 || say SCX $mode "SCX ERROR adopt a failed"
+            cosched node adopt --pid "$JB" --name b >/dev/null 2>&1 || say SCX $mode "SCX ERROR adopt b failed"
+        fi
+        # The jobs' shells are PID 1's (this script's) children only by
+        # adoption: wait for them through /proc.
+        while alive $JA || alive $JB; do usleep 200000; done
+        kill -INT $LOADER 2>/dev/null
+        wait $LOADER
+        grep '^SCX \(RESULT\|ERROR\)' /tmp/scx.$mode | while read -r line; do say SCX $mode "$line"; done
+        grep -v '^SCX ' /tmp/scx.$mode | tail -n 5 | while read -r line; do say LOG "$line"; done
+        for j in a b; do say SCX $mode "SYNTH $(grep iterations /tmp/$j.0)"; done
+        if [ $mode = agent ]; then kill $AGENT; wait $AGENT; fi
+    done
+    finish END
+}
+
 case $ROLE in
+scx) scx_vm ;;
 coordinator) coordinator_vm ;;
 agent) agent_vm ;;
 *) say CHECK role FAIL "no cosched.role on the command line"; finish END ;;

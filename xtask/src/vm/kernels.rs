@@ -70,26 +70,32 @@ const META: &str = "linux-image-cloud-amd64";
 const LISTS_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
 
 /// apt with a private configuration for one suite under `dir`.
-struct PrivateApt {
+pub(crate) struct PrivateApt {
     dir: PathBuf,
 }
 
 impl PrivateApt {
     fn new(cache: &Path, suite: &str) -> Result<Self> {
-        let dir = cache.join("apt").join(suite);
+        Self::with_source(cache, suite, "deb", suite)
+    }
+
+    /// A private apt under `cache/apt/<name>` whose one source line is
+    /// `<kind> … <suite> main` (`kind` is `deb` or `deb-src`).
+    pub(crate) fn with_source(cache: &Path, name: &str, kind: &str, suite: &str) -> Result<Self> {
+        let dir = cache.join("apt").join(name);
         for sub in ["lists/partial", "cache/archives/partial", "etc"] {
             fs::create_dir_all(dir.join(sub))
                 .with_context(|| format!("could not create {}", dir.join(sub).display()))?;
         }
         let line = format!(
-            "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] \
+            "{kind} [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] \
              http://deb.debian.org/debian {suite} main\n"
         );
         fs::write(dir.join("etc/sources.list"), line)?;
         Ok(Self { dir })
     }
 
-    fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
         let d = |sub: &str| self.dir.join(sub).display().to_string();
         command.args([
@@ -110,10 +116,14 @@ impl PrivateApt {
         command
     }
 
-    fn update_if_stale(&self) -> Result<()> {
+    pub(crate) fn update_if_stale(&self) -> Result<()> {
         let fresh = fs::read_dir(self.dir.join("lists"))?
             .filter_map(Result::ok)
-            .filter(|e| e.file_name().to_string_lossy().ends_with("_Packages"))
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                name.ends_with("_Packages") || name.ends_with("_Sources")
+            })
             .filter_map(|e| e.metadata().ok()?.modified().ok())
             .any(|t| {
                 SystemTime::now()

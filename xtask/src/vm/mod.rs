@@ -15,6 +15,7 @@
 pub mod initramfs;
 pub mod kernels;
 pub mod report;
+pub mod scx;
 
 use std::{
     collections::BTreeMap,
@@ -35,7 +36,7 @@ use kernels::{Kernel, KernelChoice};
 use report::{AGENT_VMS, COORDINATOR_VM, Check, Guest, Verdict};
 
 /// The guest script, installed as `/init`.
-const GUEST_SCRIPT: &str = include_str!("guest.sh");
+pub(crate) const GUEST_SCRIPT: &str = include_str!("guest.sh");
 /// Binaries the guests run (from the release build).
 pub const GUEST_BINARIES: [&str; 4] = [
     "cosched-agent",
