@@ -78,7 +78,14 @@ fn each_job_runs_only_in_its_own_slots_and_nodes_switch_together() {
         p99 * 1e6,
         skew["max_s"].as_f64().unwrap() * 1e6
     );
-    assert!(samples > 30, "{status:#}");
+    // Agents that follow a slice schedule (protocol 1.5) report one switch
+    // per 100 ms of slices (`REPORT_PERIOD_NS`): every 2nd of these 50 ms
+    // slices is measured.
+    let slices = status["status"]["status"]["slices"].as_u64().unwrap();
+    assert!(
+        samples > 15 && samples * 2 + 4 >= slices,
+        "{samples} skew samples over {slices} slices\n{status:#}"
+    );
     assert!(p50 < 500e-6, "median skew {p50} s");
     assert!(
         coordinator.metric("cosched_slice_switch_skew_seconds_count", &[]) >= samples as f64,
