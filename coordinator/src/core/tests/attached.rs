@@ -18,13 +18,7 @@ fn attachment(name: &str, nodes: &[&str]) -> Attachment {
 }
 
 fn expects(effects: &[Effect]) -> Vec<(usize, ExpectJob)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::ExpectJob(expect) => Some((node, expect)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::ExpectJob)
 }
 
 #[test]

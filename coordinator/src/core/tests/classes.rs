@@ -53,13 +53,7 @@ pub(super) fn observed(effects: &[Effect]) -> Vec<Observed> {
 }
 
 fn divisions(effects: &[Effect]) -> Vec<(usize, SwitchDivision)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::SwitchDivision(division) => Some((node, division)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::SwitchDivision)
 }
 
 const MS: u64 = 1_000_000;

@@ -6,13 +6,7 @@ use cosched_proto::wire::{RanksReaped, ReapedRank};
 use super::*;
 
 fn reaps(effects: &[Effect]) -> Vec<(usize, ReapRanks)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::ReapRanks(reap) => Some((node, reap)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::ReapRanks)
 }
 
 fn reap_of(job_id: u32, rank: u32) -> ReapRanks {

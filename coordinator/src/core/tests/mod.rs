@@ -14,6 +14,19 @@ use crate::{
     policy::GlobalPolicy,
 };
 
+/// The messages of one kind among `effects`, with the node each goes to.
+macro_rules! sent_of {
+    ($effects:expr, $variant:path) => {
+        sent($effects)
+            .into_iter()
+            .filter_map(|(node, message)| match message {
+                $variant(inner) => Some((node, inner)),
+                _ => None,
+            })
+            .collect()
+    };
+}
+
 mod attached;
 mod checks;
 mod classes;
@@ -171,23 +184,11 @@ fn sent(effects: &[Effect]) -> Vec<(usize, Message)> {
 }
 
 fn launches(effects: &[Effect]) -> Vec<(usize, LaunchJob)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::LaunchJob(launch) => Some((node, launch)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::LaunchJob)
 }
 
 fn switches(effects: &[Effect]) -> Vec<(usize, SwitchSlice)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::SwitchSlice(switch) => Some((node, switch)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::SwitchSlice)
 }
 
 fn exit(core: &mut Core, node: usize, job: u32, rank: u32, code: i32) {

@@ -21,13 +21,7 @@ fn ahead(nodes: usize, max_rows: usize) -> Core {
 }
 
 fn schedules(effects: &[Effect]) -> Vec<(usize, SliceSchedule)> {
-    sent(effects)
-        .into_iter()
-        .filter_map(|(node, message)| match message {
-            Message::SliceSchedule(schedule) => Some((node, schedule)),
-            _ => None,
-        })
-        .collect()
+    sent_of!(effects, Message::SliceSchedule)
 }
 
 /// Plans slice `k` (starting at NOW + k slices).
