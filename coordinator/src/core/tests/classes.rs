@@ -174,13 +174,7 @@ fn under_2dcs_a_be_job_goes_to_the_nodes_with_the_fewest_be_jobs_and_nothing_que
 fn divisions_are_broadcast_at_x_y_boundaries_to_every_ready_node_in_its_own_clock() {
     let mut core = classes_cluster(2, GlobalPolicy::TwoDcsTdm, ClassesConfig::default());
     // Node 1's clock is 1 ms ahead.
-    let reply = HeartbeatReply {
-        seq: 1,
-        t1_ns: 10_000_000,
-        t2_ns: 11_020_000,
-        t3_ns: 11_025_000,
-    };
-    core.heartbeat_reply(1, &reply, 10_045_000).unwrap();
+    clock_1ms_ahead(&mut core, 1);
     let start = 2_000 * MS;
     let planned = core.plan(start, SLICE_NS);
     // Δ = 150 ms split 2:1: 100 ms of RT, then 50 ms of BE.

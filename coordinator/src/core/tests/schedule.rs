@@ -129,13 +129,7 @@ fn an_agent_whose_clock_offset_moves_is_re_announced_in_its_clock() {
     core.take_effects();
     plan(&mut core, 0);
     // A tighter exchange shows node 1 is 1 ms ahead.
-    let reply = HeartbeatReply {
-        seq: 1,
-        t1_ns: 10_000_000,
-        t2_ns: 11_020_000,
-        t3_ns: 11_025_000,
-    };
-    core.heartbeat_reply(1, &reply, 10_045_000).unwrap();
+    clock_1ms_ahead(&mut core, 1);
     core.take_effects();
     let moved = schedules(&plan(&mut core, 1));
     assert_eq!(moved.len(), 1);
