@@ -75,16 +75,7 @@ pub fn run(ctx: &mut Ctx<'_>, plan: &Plan) -> Samples {
     let mut s = Samples::default();
     for rep in 0..plan.reps {
         for (lib, w) in plan.pairs() {
-            let mut cells = vec![(1, None)];
-            let mut cols = plan.runnable(lib);
-            if !cols.is_empty() {
-                let by = rep % cols.len();
-                cols.rotate_left(by);
-            }
-            for &mpl in &plan.mpls {
-                cells.extend(cols.iter().map(|c| (mpl, Some(*c))));
-            }
-            for (mpl, col) in cells {
+            for (mpl, col) in cells_of_rep(rep, &plan.runnable(lib), &plan.mpls) {
                 if interrupted() {
                     s.interrupted = true;
                     return s;
@@ -119,6 +110,33 @@ pub fn run(ctx: &mut Ctx<'_>, plan: &Plan) -> Samples {
         }
     }
     s
+}
+
+/// The runs of one repetition of a library and workload, in order: the
+/// columns rotated by `rep`, each MPL's block of them bracketed by dedicated
+/// runs (MPL 1, no column). Why bracketed: the dedicated time divides every
+/// slowdown, and one dedicated run per repetition moved 7–10 % from one
+/// invocation to the next (gang's own time per iteration did not), so a
+/// verdict 5 % from its target was decided by that one run; dedicated runs
+/// are short, and sampled before and after each block they span the same
+/// stretch of the machine's time as the columns they divide.
+pub fn cells_of_rep<'c>(
+    rep: usize,
+    cols: &[&'c Column],
+    mpls: &[u32],
+) -> Vec<(u32, Option<&'c Column>)> {
+    if cols.is_empty() {
+        return vec![(1, None)];
+    }
+    let mut cols = cols.to_vec();
+    let by = rep % cols.len();
+    cols.rotate_left(by);
+    let mut cells = vec![(1, None)];
+    for &mpl in mpls {
+        cells.extend(cols.iter().map(|c| (mpl, Some(*c))));
+        cells.push((1, None));
+    }
+    cells
 }
 
 fn measure(
@@ -167,4 +185,57 @@ fn measure(
         },
         |r| r.outside_cpu_percent,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(cells: &[(u32, Option<&Column>)]) -> Vec<String> {
+        cells
+            .iter()
+            .map(|(mpl, c)| match c {
+                None => "dedicated".to_string(),
+                Some(c) => format!("{}@{mpl}", c.label()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_mpl_block_is_bracketed_by_dedicated_runs() {
+        let (a, b) = (Column::Policy("local".into()), Column::Yield);
+        let cells = cells_of_rep(0, &[&a, &b], &[2, 3]);
+        assert_eq!(
+            labels(&cells),
+            [
+                "dedicated",
+                "local@2",
+                "yield@2",
+                "dedicated",
+                "local@3",
+                "yield@3",
+                "dedicated"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_columns_order_rotates_with_the_repetition_but_dedicated_runs_stay_put() {
+        let (a, b, c) = (
+            Column::Policy("local".into()),
+            Column::Yield,
+            Column::Policy("dcs".into()),
+        );
+        let cells = cells_of_rep(4, &[&a, &b, &c], &[2]);
+        assert_eq!(
+            labels(&cells),
+            ["dedicated", "yield@2", "dcs@2", "local@2", "dedicated"]
+        );
+    }
+
+    #[test]
+    fn without_runnable_columns_one_dedicated_run_remains() {
+        let cells = cells_of_rep(1, &[], &[2, 3]);
+        assert_eq!(labels(&cells), ["dedicated"]);
+    }
 }

@@ -36,6 +36,10 @@ pub struct MpiRow {
     /// The same for the slowest job of each run.
     pub slowdown_worst: f64,
     pub per_iteration_s: f64,
+    /// Each successful run's mean time per iteration over its jobs, in the
+    /// order run: the spread behind the median (for the dedicated row, the
+    /// runs that bracket every MPL block).
+    pub per_iteration_runs_s: Vec<f64>,
     pub dedicated_per_iteration_s: f64,
     /// The latest any job reached the common start (s; 0: all on time).
     pub late_start_s: f64,
@@ -134,6 +138,10 @@ fn row(
         slowdown: per_iteration_s / dedicated_per_iteration_s,
         slowdown_worst: worst / dedicated_per_iteration_s,
         per_iteration_s,
+        per_iteration_runs_s: runs
+            .iter()
+            .map(|r| mean(r.jobs.iter().map(|j| j.per_iteration_s)))
+            .collect(),
         dedicated_per_iteration_s,
         late_start_s: med(runs, |r| {
             r.jobs.iter().map(|j| j.late_start_s).fold(0.0, f64::max)

@@ -162,6 +162,7 @@ mod tests {
             slowdown,
             slowdown_worst: slowdown,
             per_iteration_s: 1.0,
+            per_iteration_runs_s: vec![1.0],
             dedicated_per_iteration_s: 1.0,
             late_start_s: 0.0,
             messages_observed: 0.0,
