@@ -10,6 +10,7 @@ use super::{
     matrix::{Key, Plan, Samples, dedicated_key},
     run::RunResult,
 };
+use crate::bench::gang::skew::Histogram;
 use crate::bench::local::{
     metrics::median_finite,
     rows::{Row, num, one_line, sample_chart_row},
@@ -52,6 +53,10 @@ pub struct MpiRow {
     pub actions: f64,
     pub agent_cpu_percent: f64,
     pub outside_cpu_percent: f64,
+    /// Coordinator columns: the coordinator's slice-switch skew over every
+    /// run of the cell (one histogram), µs; NaN (null) elsewhere.
+    pub skew_p50_us: f64,
+    pub skew_p99_us: f64,
 }
 
 fn mean(v: impl Iterator<Item = f64>) -> f64 {
@@ -120,6 +125,10 @@ fn row(
         "ok"
     };
     let per_iteration_s = med_jobs(runs, |j| j.per_iteration_s);
+    let mut skew = Histogram::default();
+    runs.iter()
+        .filter_map(|r| r.skew.as_ref())
+        .for_each(|h| skew.add(h));
     let worst = med(runs, |r| {
         r.jobs
             .iter()
@@ -156,6 +165,8 @@ fn row(
         actions: med_jobs(runs, |j| j.stats.actions as f64),
         agent_cpu_percent: med(runs, |r| r.agent_cpu_percent),
         outside_cpu_percent: med(runs, |r| r.outside_cpu_percent),
+        skew_p50_us: skew.quantile(0.5) * 1e6,
+        skew_p99_us: skew.quantile(0.99) * 1e6,
     }
 }
 
@@ -279,6 +290,57 @@ mod tests {
         let text = table(&rows);
         assert_eq!(text.lines().count(), 4, "{text}");
         assert_eq!(chart_rows(&rows).len(), 1);
+    }
+
+    #[test]
+    fn a_gang_cell_pools_its_runs_skew_and_keeps_every_runs_time() {
+        let plan = Plan {
+            libs: vec![Library::Mpich],
+            workloads: vec![MpiWorkload::Pingpong],
+            mpls: vec![2],
+            columns: vec![Column::Coordinator {
+                policy: "gang",
+                slice_ms: 10,
+            }],
+            reps: 2,
+        };
+        let mut s = Samples::default();
+        s.runs.insert(
+            dedicated_key(Library::Mpich, MpiWorkload::Pingpong),
+            vec![run(&[1.0]), run(&[1.1])],
+        );
+        // Two runs: 90 slices within 10 µs and 10 within 1 ms, then 100
+        // within 10 µs: pooled, the 95th of 200 is within 10 µs, the
+        // 199th beyond it.
+        let with_skew = |t: f64, fast: f64, slow: f64| RunResult {
+            skew: Some(Histogram {
+                buckets: vec![
+                    (10e-6, fast),
+                    (1e-3, fast + slow),
+                    (f64::INFINITY, fast + slow),
+                ],
+            }),
+            ..run(&[t])
+        };
+        let k = (
+            Library::Mpich,
+            MpiWorkload::Pingpong,
+            2,
+            "gang@10ms".to_string(),
+        );
+        s.runs.insert(
+            k,
+            vec![with_skew(2.0, 90.0, 10.0), with_skew(2.2, 100.0, 0.0)],
+        );
+        let rows = rows(&plan, &s);
+        assert_eq!(rows[0].per_iteration_runs_s, [1.0, 1.1]);
+        assert!(
+            rows[0].skew_p50_us.is_nan(),
+            "no skew without a coordinator"
+        );
+        assert_eq!(rows[1].per_iteration_runs_s, [2.0, 2.2]);
+        assert!(rows[1].skew_p50_us <= 10.0, "{}", rows[1].skew_p50_us);
+        assert!(rows[1].skew_p99_us > 10.0, "{}", rows[1].skew_p99_us);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use super::workloads::MpiWorkload;
 use crate::{
     bench::{
         coordinator::{CoordAdmin, job_id_named},
+        gang::skew::{self, Histogram},
         jobs::{call, unix_ns},
         local::{agent_cpu, metrics::agent_cpu_percent},
         outside_load::{Ours, outside_percent},
@@ -120,6 +121,9 @@ pub struct JobRun {
 #[derive(Clone, Debug, Default)]
 pub struct RunResult {
     pub jobs: Vec<JobRun>,
+    /// The coordinator's slice-switch skew over this run (coordinator
+    /// columns; `None` otherwise or when unreadable).
+    pub skew: Option<Histogram>,
     pub agent_cpu_percent: f64,
     pub outside_cpu_percent: f64,
 }
@@ -149,6 +153,11 @@ pub fn run_once(
             Some(admin)
         }
     };
+    let metrics = match &admin {
+        Some(admin) => Some(admin.node()?.metrics_addr),
+        None => None,
+    };
+    let skew_before = metrics.and_then(skew::read);
     let program = ctx.program(lib, w)?.to_string();
     ctx.runs += 1;
     let run_dir = ctx.scratch.join(format!("run{}", ctx.runs));
@@ -251,8 +260,13 @@ pub fn run_once(
     let _ = std::fs::remove_dir_all(&run_dir);
     let jobs = result?;
     let wall_s = started.elapsed().as_secs_f64();
+    let skew = metrics
+        .and_then(skew::read)
+        .zip(skew_before)
+        .map(|(after, before)| after.since(&before));
     Ok(RunResult {
         jobs,
+        skew,
         agent_cpu_percent: agent_cpu_percent(
             &cpu_before,
             &agent_cpu::read_all(ctx.cluster),

@@ -173,6 +173,8 @@ mod tests {
             actions: 0.0,
             agent_cpu_percent: 0.0,
             outside_cpu_percent: 0.0,
+            skew_p50_us: f64::NAN,
+            skew_p99_us: f64::NAN,
         }
     }
 
