@@ -193,9 +193,17 @@ pub fn report(
         messaging_overhead: share(overhead),
         spinning: share(spin),
         context_switch: share(switching),
-        other_work: share(cluster.counters.noise_ns),
-        idle: (1.0 - share(compute + overhead + spin + switching + cluster.counters.noise_ns))
-            .max(0.0),
+        other_work: share(cluster.counters.noise_ns + cluster.counters.agent_switch_ns),
+        idle: (1.0
+            - share(
+                compute
+                    + overhead
+                    + spin
+                    + switching
+                    + cluster.counters.noise_ns
+                    + cluster.counters.agent_switch_ns,
+            ))
+        .max(0.0),
     };
     let mut by_kind: BTreeMap<String, Vec<&JobRecord>> = BTreeMap::new();
     for r in &records {
