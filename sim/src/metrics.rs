@@ -66,7 +66,8 @@ pub struct CpuShares {
     pub messaging_overhead: f64,
     pub spinning: f64,
     pub context_switch: f64,
-    /// Other work (the noise interruptions).
+    /// Other work (the noise interruptions and the agents' work at slice
+    /// switches).
     #[serde(default)]
     pub other_work: f64,
     pub idle: f64,
