@@ -38,9 +38,9 @@ JOB_TYPES = {
     "io-heavy": dict(compute_ns=100 * US, io_ns=2000 * US + TIMER_SLACK_NS, recv="spin"),
     # One independent size-1 job per node, reported as one job.
     "compute": dict(compute_ns=1000 * US, pattern="none", solo=True),
-    # Paired gang's barrier jobs: with two ranks a barrier is an exchange.
-    "cpu-bound": dict(compute_ns=5000 * US, recv="block"),
-    "io-bound": dict(compute_ns=0, io_ns=5000 * US + TIMER_SLACK_NS, recv="block"),
+    # Paired gang's barrier jobs (synth's barrier: gather at rank 0, release).
+    "cpu-bound": dict(compute_ns=5000 * US, recv="block", pattern="barrier"),
+    "io-bound": dict(compute_ns=0, io_ns=5000 * US + TIMER_SLACK_NS, recv="block", pattern="barrier"),
 }
 
 # bench gang's columns: (global policy, local policy).

@@ -75,6 +75,10 @@ pub struct ClusterParams {
     /// The spin gap (`[detect] spin_gap_us`): on-CPU time after an empty
     /// wait past which a task computes rather than waits.
     pub spin_gap_ns: Ns,
+    /// CPU time the agent takes on its node at every gang slice switch
+    /// (woken by its switch timer at real-time priority: stops and resumes
+    /// jobs, ends the quantum, reports it), during which no job runs there.
+    pub slice_switch_cpu_ns: Ns,
 }
 
 impl Default for ClusterParams {
@@ -102,6 +106,7 @@ impl Default for ClusterParams {
             agent_delay_tail_ns: 0,
             agent_tick_ns: 1_000_000,
             spin_gap_ns: cosched_agent_common::DEFAULT_SPIN_GAP_NS,
+            slice_switch_cpu_ns: 0,
         }
     }
 }

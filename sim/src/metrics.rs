@@ -66,7 +66,8 @@ pub struct CpuShares {
     pub messaging_overhead: f64,
     pub spinning: f64,
     pub context_switch: f64,
-    /// Other work (the noise interruptions).
+    /// Other work (the noise interruptions and the agents' work at slice
+    /// switches).
     #[serde(default)]
     pub other_work: f64,
     pub idle: f64,
@@ -193,9 +194,17 @@ pub fn report(
         messaging_overhead: share(overhead),
         spinning: share(spin),
         context_switch: share(switching),
-        other_work: share(cluster.counters.noise_ns),
-        idle: (1.0 - share(compute + overhead + spin + switching + cluster.counters.noise_ns))
-            .max(0.0),
+        other_work: share(cluster.counters.noise_ns + cluster.counters.agent_switch_ns),
+        idle: (1.0
+            - share(
+                compute
+                    + overhead
+                    + spin
+                    + switching
+                    + cluster.counters.noise_ns
+                    + cluster.counters.agent_switch_ns,
+            ))
+        .max(0.0),
     };
     let mut by_kind: BTreeMap<String, Vec<&JobRecord>> = BTreeMap::new();
     for r in &records {

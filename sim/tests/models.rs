@@ -6,7 +6,7 @@ mod support;
 use cosched_policy::local::PolicyKind;
 use cosched_sim::config::GlobalMode;
 use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
-use support::{MS, config, response, run};
+use support::{MS, US, config, response, run};
 
 #[test]
 fn a_lone_compute_job_finishes_after_its_work_and_one_context_switch() {
@@ -115,4 +115,33 @@ fn messages_to_one_node_queue_at_its_nic() {
     let last_delivered = second_send + c.net_latency_ns + 2 * MS;
     assert_eq!(response(&ex, 0), last_delivered + c.recv_overhead_ns);
     assert_eq!(ex.model.counters.messages, 6);
+}
+
+#[test]
+fn a_barrier_rank_waits_for_the_roots_release_after_its_arrival() {
+    // `cosched-synth --pattern barrier`: rank 1 sends "arrived" and blocks
+    // for rank 0's "release", which rank 0 sends only once the arrival is
+    // in. Two messages in a row per iteration, where an exchange has both
+    // in flight at once: every iteration is at least one more message
+    // latency and wakeup long.
+    let cfg = config(2, GlobalMode::Local, PolicyKind::Local);
+    let job = |pattern| {
+        vec![JobSpec {
+            recv: RecvMode::Block,
+            ..JobSpec::simple(0, 0, 2, 10, 100 * US, pattern)
+        }]
+    };
+    let exchange = run(cfg.clone(), job(Pattern::NearestNeighbour));
+    let barrier = run(cfg.clone(), job(Pattern::Barrier));
+    assert_eq!(
+        barrier.model.counters.messages,
+        exchange.model.counters.messages
+    );
+    let hop = cfg.cluster.net_latency_ns + cfg.cluster.wakeup_latency_ns;
+    assert!(
+        response(&barrier, 0) >= response(&exchange, 0) + 10 * hop,
+        "barrier {} ns, exchange {} ns",
+        response(&barrier, 0),
+        response(&exchange, 0)
+    );
 }

@@ -78,7 +78,7 @@ struct Cli {
     /// Share of an I/O job's iteration spent in I/O (off the CPU).
     #[arg(long, default_value_t = 0.5)]
     io_share: f64,
-    /// none, ring, nearest-neighbour, all-to-all.
+    /// none, ring, nearest-neighbour, all-to-all, barrier.
     #[arg(long, default_value = "nearest-neighbour")]
     pattern: String,
     /// spin or block.

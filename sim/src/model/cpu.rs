@@ -23,6 +23,8 @@ pub struct Cpu {
     pub need_resched: bool,
     /// Other work holds the CPU (an interruption, see `noise.rs`).
     pub noise: bool,
+    /// While `noise`: when the CPU is free again.
+    pub noise_until: Ns,
 }
 
 impl Cluster {

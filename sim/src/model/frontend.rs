@@ -79,8 +79,12 @@ impl Cluster {
     }
 
     /// B event: the coordinator's next slice starts on every node at once.
+    ///
+    /// The coordinator plans a slice `switch_lead` before it starts, while
+    /// the slice before it still runs: the agents report a quantum when it
+    /// ends, so the plan sees the utilisation of every slice but the one
+    /// still running. Here: plan first, then learn the slice that ends.
     pub(super) fn slice_switch(&mut self, cal: &mut Calendar<SimEvent>) {
-        self.close_slice();
         let next = match &mut self.rotation {
             Rotation::None => None,
             Rotation::Gang(scheduler) => scheduler.next_slice(&self.matrix),
@@ -88,13 +92,18 @@ impl Cluster {
                 .next_slice(&mut self.matrix, predictor)
                 .map(|paired| paired.slice),
         };
+        self.close_slice();
         let Some(slice) = next else {
             self.slicing = false;
             self.slice = None;
             return;
         };
         self.counters.slices += 1;
+        if slice.rows.rows().len() > 1 {
+            self.counters.paired_slices += 1;
+        }
         for node in 0..self.nodes.len() {
+            self.agent_switch_work(node as u32, cal);
             let active = slice.active_on(node);
             for i in 0..self.nodes[node].tasks.len() {
                 let t = self.nodes[node].tasks[i];

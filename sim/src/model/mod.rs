@@ -150,12 +150,16 @@ pub struct Counters {
     pub ring_reports: u64,
     pub level_changes: u64,
     pub slices: u64,
+    /// Of which slices running two rows (paired gang's pairs).
+    pub paired_slices: u64,
     /// Interruptions by other work, and their CPU time.
     pub noise: u64,
     pub noise_ns: Ns,
     /// Interruptions that did not happen because a real-time task held
     /// the CPU.
     pub noise_held_off: u64,
+    /// CPU time of the agents' work at slice switches.
+    pub agent_switch_ns: Ns,
 }
 
 pub struct Cluster {

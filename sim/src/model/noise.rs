@@ -3,11 +3,15 @@
 //! switched out and the scheduler picks again when the CPU is free, by
 //! virtual runtime: this is what lets two uncoordinated nodes' rotations of
 //! spinning tasks drift out of (and into) step, as they do on real machines.
+//!
+//! The agent's own work at a gang slice switch takes the CPU the same way,
+//! at real-time priority (above every task it manages).
 
 use cosched_policy::local::SwitchOut;
 
 use super::task::{Class, class_of};
 use super::{Calendar, Cluster, SimEvent, cal_noise, noise_gap};
+use crate::executive::Ns;
 
 impl Cluster {
     pub(super) fn noise(&mut self, node: u32, cpu: u32, cal: &mut Calendar<SimEvent>) {
@@ -30,6 +34,33 @@ impl Cluster {
             self.counters.noise_held_off += 1;
             return;
         }
+        let cost = self.config.cluster.noise_ns;
+        self.counters.noise += 1;
+        self.counters.noise_ns += cost;
+        self.interrupt(node, cpu, cost, cal);
+    }
+
+    /// The agent's work at a slice switch: it takes `node`'s first CPU for
+    /// `slice_switch_cpu_ns`, whatever runs there (the agent's real-time
+    /// priority is above its tasks'), after other work already holding it.
+    pub(super) fn agent_switch_work(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
+        let cost = self.config.cluster.slice_switch_cpu_ns;
+        if cost == 0 {
+            return;
+        }
+        self.counters.agent_switch_ns += cost;
+        let c = &mut self.nodes[node as usize].cpus[0];
+        if c.noise {
+            c.noise_until += cost;
+            let until = c.noise_until;
+            cal.at(until, SimEvent::NoiseEnd { node, cpu: 0 });
+            return;
+        }
+        self.interrupt(node, 0, cost, cal);
+    }
+
+    /// Other work takes `cpu` for `cost` from now.
+    fn interrupt(&mut self, node: u32, cpu: u32, cost: Ns, cal: &mut Calendar<SimEvent>) {
         self.account(node, cpu);
         let c = &self.nodes[node as usize].cpus[cpu as usize];
         let (running, incoming) = (c.running, c.incoming);
@@ -43,17 +74,20 @@ impl Cluster {
         c.incoming = None;
         c.token += 1;
         c.noise = true;
+        c.noise_until = self.now + cost;
         // Whatever runs next pays a context switch.
         c.last = None;
-        let cost = self.config.cluster.noise_ns;
-        self.counters.noise += 1;
-        self.counters.noise_ns += cost;
         cal.after(cost, SimEvent::NoiseEnd { node, cpu });
         self.mark_dirty(node);
     }
 
     pub(super) fn noise_end(&mut self, node: u32, cpu: u32) {
+        let now = self.now;
         let c = &mut self.nodes[node as usize].cpus[cpu as usize];
+        if !c.noise || now < c.noise_until {
+            // Extended: a later end comes.
+            return;
+        }
         c.noise = false;
         self.mark_dirty(node);
     }

@@ -33,8 +33,13 @@ impl Cluster {
                 }
                 Phase::Io => {
                     let io = spec.io_ns;
+                    let receives_first = spec.pattern.receives_first(rank);
                     let task = &mut self.tasks[t as usize];
-                    task.phase = Phase::Send(0);
+                    task.phase = if receives_first {
+                        Phase::Recv(0)
+                    } else {
+                        Phase::Send(0)
+                    };
                     if io > 0 {
                         // The sleeper is runnable a wakeup latency after
                         // its I/O completes, like a woken receiver.
@@ -45,11 +50,15 @@ impl Cluster {
                 }
                 Phase::Send(k) => {
                     let count = job.dests[rank as usize].len() as u32;
-                    let task = &mut self.tasks[t as usize];
                     if k >= count {
-                        task.phase = Phase::Recv(0);
+                        if spec.pattern.receives_first(rank) {
+                            self.end_iteration(t);
+                        } else {
+                            self.tasks[t as usize].phase = Phase::Recv(0);
+                        }
                         continue;
                     }
+                    let task = &mut self.tasks[t as usize];
                     task.phase = Phase::Sent(k);
                     if params.send_overhead_ns > 0 {
                         task.activity = Activity::Cpu {
@@ -69,16 +78,13 @@ impl Cluster {
                 }
                 Phase::Recv(k) => {
                     let expected = job.dests[rank as usize].len() as u32;
-                    let iterations = spec.iterations;
                     let recv = spec.recv;
                     if k >= expected {
-                        let task = &mut self.tasks[t as usize];
-                        task.iteration += 1;
-                        task.phase = if task.iteration >= iterations {
-                            Phase::Done
+                        if spec.pattern.receives_first(rank) {
+                            self.tasks[t as usize].phase = Phase::Send(0);
                         } else {
-                            Phase::Compute
-                        };
+                            self.end_iteration(t);
+                        }
                         continue;
                     }
                     let task = &mut self.tasks[t as usize];
@@ -114,6 +120,20 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// `t` sent and received everything of its iteration.
+    fn end_iteration(&mut self, t: TaskIdx) {
+        let iterations = self.jobs[self.tasks[t as usize].job as usize]
+            .spec
+            .iterations;
+        let task = &mut self.tasks[t as usize];
+        task.iteration += 1;
+        task.phase = if task.iteration >= iterations {
+            Phase::Done
+        } else {
+            Phase::Compute
+        };
     }
 
     /// Hands a message to the network (ClusterSchedSim's interconnect: latency,

@@ -1,6 +1,6 @@
 //! One parallel job as the simulator runs it (ClusterSchedSim §2.2, Fig. 2):
 //! every task (one per node) iterates compute → I/O → send to its peers →
-//! receive from its peers.
+//! receive from its peers (a barrier's root receives, then sends).
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,10 @@ pub enum Pattern {
     NearestNeighbour,
     /// Every rank to every other rank.
     AllToAll,
+    /// A barrier as `cosched-synth --pattern barrier` runs it: every other
+    /// rank sends "arrived" to rank 0 and waits for its "release"; rank 0
+    /// first receives every arrival, then releases them all.
+    Barrier,
 }
 
 impl Pattern {
@@ -33,6 +37,8 @@ impl Pattern {
             Pattern::Ring => vec![(rank + 1) % ranks],
             Pattern::NearestNeighbour => vec![(rank + 1) % ranks, (rank + ranks - 1) % ranks],
             Pattern::AllToAll => (0..ranks).filter(|&r| r != rank).collect(),
+            Pattern::Barrier if rank == 0 => (1..ranks).collect(),
+            Pattern::Barrier => vec![0],
         };
         out.sort_unstable();
         out.dedup();
@@ -43,6 +49,12 @@ impl Pattern {
     /// symmetric: as many as it sends).
     pub fn expected(self, rank: u32, ranks: u32) -> u32 {
         self.destinations(rank, ranks).len() as u32
+    }
+
+    /// Whether `rank` receives its messages of an iteration before it sends
+    /// its own (a barrier's root), instead of after.
+    pub fn receives_first(self, rank: u32) -> bool {
+        self == Pattern::Barrier && rank == 0
     }
 }
 
@@ -140,6 +152,7 @@ mod tests {
             Pattern::Ring,
             Pattern::NearestNeighbour,
             Pattern::AllToAll,
+            Pattern::Barrier,
         ] {
             for ranks in 1..6 {
                 let mut received = vec![0u32; ranks as usize];
@@ -156,5 +169,14 @@ mod tests {
             }
         }
         assert_eq!(Pattern::NearestNeighbour.destinations(0, 2), vec![1]);
+    }
+
+    #[test]
+    fn a_barrier_gathers_at_rank_zero_which_then_releases_the_others() {
+        assert_eq!(Pattern::Barrier.destinations(0, 4), vec![1, 2, 3]);
+        assert_eq!(Pattern::Barrier.destinations(2, 4), vec![0]);
+        assert!(Pattern::Barrier.receives_first(0));
+        assert!(!Pattern::Barrier.receives_first(2));
+        assert!(!Pattern::Ring.receives_first(0));
     }
 }
