@@ -577,6 +577,44 @@ mod tests {
         assert_eq!(d.tick_ns(), 10 * ms);
     }
 
+    /// SY on a node whose ranks always spin (real MPI): its threshold is
+    /// the cost of a boost-less wake, the eBPF side reports the spin that
+    /// passes it, and the agent does not tick every millisecond (each such
+    /// tick preempted a rank). A rank whose message comes after 1 ms of
+    /// spin keeps its CPU; one that has spun 2 ms yields.
+    #[test]
+    fn spin_yield_keeps_the_quiet_tick_while_ranks_spin_and_yields_at_the_cost_of_a_yield() {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sy), 1000).unwrap();
+        let ms = 1_000_000;
+        d.task_added(7, 1, 0);
+        let spinning = |start: u64, last: u64| TaskStats {
+            on_cpu: 1,
+            switches_in: 1,
+            run_start_ns: 25 * ms,
+            last_run_start_ns: 25 * ms,
+            spin_episode_start_ns: start,
+            spin_last_ns: last,
+            ..TaskStats::default()
+        };
+        let demoted = |d: &mut PolicyDriver| {
+            d.take_actions().iter().any(|a| {
+                matches!(
+                    a,
+                    Action::SetLevel {
+                        level: Level::Demote,
+                        ..
+                    }
+                )
+            })
+        };
+        d.tick(30 * ms, &[(7, spinning(29 * ms, 30 * ms))], &[(0, 7)]);
+        assert_eq!(d.tick_ns(), 10 * ms, "ranks spin, yet the quiet pace");
+        assert!(!demoted(&mut d), "1 ms of spin: cheaper than a yield");
+        assert_eq!(d.next_wakeup(), Some(31 * ms), "its own threshold");
+        d.tick(31 * ms, &[(7, spinning(29 * ms, 31 * ms))], &[(0, 7)]);
+        assert!(demoted(&mut d), "2 ms of spin: yielded");
+    }
+
     #[test]
     fn ticks_back_off_while_no_task_runs_and_resume_at_an_arrival() {
         let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Dcs), 1000).unwrap();

@@ -114,6 +114,8 @@ impl DynamicCoscheduler {
             demand_for_computing: dcs.boost_computing,
             spin_wait: Some(SpinWaitRule {
                 wake_boost: None,
+                // Woken with the DCS boost: priced as SB's.
+                reported: true,
                 ..SpinWaitRule::block(sb)
             }),
             ..Rules::default()
@@ -552,19 +554,21 @@ impl LocalPolicy for DynamicCoscheduler {
     }
 
     /// A fixed spin threshold is reported by the kernel side the moment a
-    /// spin passes it, for the policies that boost the task they wake; a
-    /// learned one differs per task (the fast tick finds it), and PB
-    /// decides at its ticks. A task woken from its block with no boost (SY,
-    /// SB without `wake_boost`) waits for the kernel to pick it, i.e. for
-    /// the competitor's slice to end: such a policy is not told of long
+    /// spin passes it, when the threshold is priced for how the task is
+    /// woken (SB, PB-SB and DCS-SB boost it; SY's threshold is the cost of
+    /// its boost-less wake); a learned one differs per task (the fast tick
+    /// finds it), and PB decides at its ticks. SB without `wake_boost`
+    /// keeps a threshold priced for a boosted wake: it is not told of long
     /// spins ([`WakeInterest::of`](super::WakeInterest::of)) and finds its
-    /// spinners at the fast tick, as before the report existed (measured:
-    /// blocked exactly at the threshold, SY's spinning job next to a
-    /// compute job ran 2.8x slower, docs/benchmarks.md).
+    /// spinners at the fast tick (measured for SY at 500 µs: held exactly
+    /// at the threshold, its spinning job next to a compute job ran 2.8x
+    /// slower, docs/benchmarks.md).
     fn needs_spin_ticks(&self) -> bool {
         self.rules.periodic.is_some()
-            || self.rules.spin_wait.as_ref().is_some_and(|r| {
-                r.learning.is_some() || (r.wake_boost.is_none() && self.rules.demand.is_none())
-            })
+            || self
+                .rules
+                .spin_wait
+                .as_ref()
+                .is_some_and(|r| r.learning.is_some() || !r.reported)
     }
 }

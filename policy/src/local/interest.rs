@@ -73,13 +73,13 @@ impl WakeInterest {
                 }
                 _ => false,
             },
-            // Only where the woken task is boosted: a task handed back
-            // without a boost (SY, SB without `wake_boost`) waits out the
-            // competitor's time slice, so a yield costs far more than the
-            // block-and-wake the 500 µs threshold is priced at, and blocking
-            // it the moment it passes the threshold cut its job's CPU share
-            // (synthetic mix: pace 0.46 -> 0.32, slowdown 6.3 -> 17.6). Such
-            // a policy finds its spinners at its tick, as before the report.
+            // SB without `wake_boost` hands its task back without a boost at
+            // a threshold priced for a boosted wake (500 µs): blocked the
+            // moment a spin passes it, the task would wait out the
+            // competitor's time slice for every message; it finds its
+            // spinners at its tick. SY's threshold is priced for exactly
+            // that boost-less wake (see `SpinYieldParams`), so SY is told
+            // like the others and needs no fast tick.
             long_spin_ns: match cfg.kind {
                 PolicyKind::DcsSb if !cfg.sb.learn_spin_time => us_to_ns(cfg.sb.spin_threshold_us),
                 PolicyKind::Sb | PolicyKind::PbSb
@@ -87,6 +87,7 @@ impl WakeInterest {
                 {
                     us_to_ns(cfg.sb.spin_threshold_us)
                 }
+                PolicyKind::Sy if !cfg.sy.learn_spin_time => us_to_ns(cfg.sy.spin_threshold_us),
                 _ => 0,
             },
         }
@@ -197,8 +198,8 @@ mod tests {
     /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
     /// threshold and boosts the task it wakes hears of the spin that passed
     /// it from the kernel side and needs no fast tick; a learned threshold,
-    /// PB's period, FCS's counting in gang slots and a wake-up without a
-    /// boost (SY) still use the tick, and SY is not told of long spins.
+    /// PB's period, FCS's counting in gang slots and SB's 500 µs without its
+    /// wake boost still use the tick.
     #[test]
     fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
         use crate::local::LocalPolicy as _;
@@ -208,13 +209,14 @@ mod tests {
             let got = WakeInterest::of(&c).long_spin_ns;
             let want = match kind {
                 P::Sb | P::PbSb | P::DcsSb => 500_000,
+                P::Sy => 2_000_000,
                 _ => 0,
             };
             assert_eq!(got, want, "{kind:?}");
             let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
-            // FCS without gang slots acts on nothing; SY's woken tasks
-            // get no boost and need the tick's preemptions.
-            let want_ticks = matches!(kind, P::Local | P::Sy | P::Pb | P::PbSb);
+            // FCS without gang slots acts on nothing; PB decides at its
+            // period.
+            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb);
             assert_eq!(ticks, want_ticks, "{kind:?}");
         }
         let mut c = LocalPolicyConfig::for_kind(P::Sb);
@@ -232,16 +234,25 @@ mod tests {
         assert_eq!(WakeInterest::of(&c).long_spin_ns, 0, "as SY");
     }
 
-    /// SY hands a task back at its message without a boost: it then waits
-    /// for the task that took its CPU to end its slice, so a yield is dear
-    /// and SY must not yield the moment a spin passes its threshold (it
-    /// finds spinners at its tick, whatever the threshold).
+    /// SY hands a task back at its message without a boost, and its
+    /// threshold is priced for that (the cost of a yield): the kernel's
+    /// report of a spin passing it yields the task at once, and SY keeps
+    /// the quiet tick (its 1 ms tick preempted a rank every millisecond).
+    /// A learned threshold differs per task and is found by the tick.
     #[test]
-    fn a_yield_without_a_wake_boost_is_not_triggered_by_the_kernel_report() {
+    fn spin_yield_is_told_of_spins_past_its_own_threshold_and_needs_no_fast_tick() {
+        use crate::local::LocalPolicy as _;
         for threshold_us in [100, 500, 5_000] {
             let mut c = LocalPolicyConfig::for_kind(PolicyKind::Sy);
             c.sy.spin_threshold_us = threshold_us;
-            assert_eq!(WakeInterest::of(&c).long_spin_ns, 0, "{threshold_us} µs");
+            assert_eq!(
+                WakeInterest::of(&c).long_spin_ns,
+                threshold_us * 1_000,
+                "{threshold_us} µs"
+            );
+            assert!(!crate::local::build_policy(&c).unwrap().needs_spin_ticks());
+            c.sy.learn_spin_time = true;
+            assert_eq!(WakeInterest::of(&c).long_spin_ns, 0, "learned");
             assert!(crate::local::build_policy(&c).unwrap().needs_spin_ticks());
         }
     }

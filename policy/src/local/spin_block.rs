@@ -104,7 +104,15 @@ impl SpinBlockParams {
 #[serde(deny_unknown_fields, default)]
 pub struct SpinYieldParams {
     /// On-CPU spin time after which a waiting task yields (is demoted), µs.
-    /// Default 500 (as SB).
+    /// Default 2000: the cost of a yield. SY hands the task back at its
+    /// message without a boost, and restoring SCHED_IDLE to the task's
+    /// normal attributes makes the kernel check no preemption: the task
+    /// runs again only when the task that took its CPU is next preempted
+    /// (its slice ends, at a scheduler tick: 4 ms at HZ=250). Measured on
+    /// real MPI (2026-11-27, docs/benchmarks.md): yielded tasks got their
+    /// message 0.2–0.3 ms after the yield (median) and the CPU 1.4–2.0 ms
+    /// after it. Spinning as long as a yield costs is the competitive rule
+    /// SB's 500 µs follows for a block and a boosted wake.
     pub spin_threshold_us: u64,
     /// Longest a task stays yielded without its message, µs. Default 100000.
     pub max_yield_us: u64,
@@ -116,7 +124,7 @@ pub struct SpinYieldParams {
 impl Default for SpinYieldParams {
     fn default() -> Self {
         Self {
-            spin_threshold_us: 500,
+            spin_threshold_us: 2_000,
             max_yield_us: 100_000,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
@@ -143,6 +151,13 @@ pub(crate) struct SpinWaitRule {
     pub max_hold_ns: u64,
     /// Boost given on wake-up (SB), if any.
     pub wake_boost: Option<BoostRule>,
+    /// The threshold is priced for how the task is woken, so the kernel
+    /// side's report of a spin passing it may trigger the hold at once
+    /// ([`WakeInterest::long_spin_ns`](super::WakeInterest)). False for SB
+    /// without its wake boost: its 500 µs is priced for a boosted wake,
+    /// and a hold at exactly that point makes the task wait out a
+    /// competitor's slice for every message; it finds spinners at the tick.
+    pub reported: bool,
 }
 
 impl SpinWaitRule {
@@ -164,6 +179,7 @@ impl SpinWaitRule {
                 wait_grace_ns: 0,
                 wait_after_send: params.wake_boost_after_send,
             }),
+            reported: params.wake_boost,
         }
     }
 
@@ -175,6 +191,7 @@ impl SpinWaitRule {
             learning: params.learn_spin_time.then(|| params.learning.clone()),
             max_hold_ns: us_to_ns(params.max_yield_us),
             wake_boost: None,
+            reported: true,
         }
     }
 

@@ -3,6 +3,7 @@
 use super::harness::*;
 use crate::local::{
     BlockMethod, Level, LocalPolicy, LocalPolicyConfig, PolicyKind, Reason, SpinBlockParams,
+    SpinYieldParams,
 };
 
 fn sb_config(sb: SpinBlockParams) -> LocalPolicyConfig {
@@ -150,19 +151,61 @@ fn blocked_task_is_woken_after_max_block_time() {
 #[test]
 fn spin_yield_demotes_then_restores() {
     let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sy));
-    h.advance_to(ms(1) + us(500));
+    let threshold = us(SpinYieldParams::default().spin_threshold_us);
+    h.advance_to(ms(1) + threshold);
     assert_eq!(
         h.last(T1),
-        Some((ms(1) + us(500), Level::Demote, Reason::SpinThresholdYield))
+        Some((ms(1) + threshold, Level::Demote, Reason::SpinThresholdYield))
     );
-    h.preempt(T1, ms(2));
-    h.run(T2, 0, ms(2));
-    h.arrive(T1, ms(4), false);
+    h.preempt(T1, ms(4));
+    h.run(T2, 0, ms(4));
+    h.arrive(T1, ms(6), false);
     assert_eq!(
         h.last(T1),
-        Some((ms(4), Level::Normal, Reason::WakeOnArrival)),
+        Some((ms(6), Level::Normal, Reason::WakeOnArrival)),
         "restored, not boosted"
     );
+}
+
+/// A rank whose peer answers after 1 ms of its spin (the peer's node was
+/// running the other job for a moment): SB blocks it at 500 µs, because its
+/// boosted wake brings it back at once; SY's wake has no boost and would
+/// cost it the competitor's whole slice, so SY keeps it spinning.
+#[test]
+fn a_task_whose_message_comes_sooner_than_a_yield_would_cost_is_not_yielded() {
+    for (kind, yielded) in [(PolicyKind::Sy, false), (PolicyKind::Sb, true)] {
+        let mut h = t1_spinning_from_1ms(Harness::of_kind(kind));
+        h.arrive(T1, ms(2), true);
+        h.receive(T1, ms(2) + us(5));
+        h.advance_to(ms(10));
+        assert_eq!(
+            h.history(T1).iter().any(|(_, l, _)| *l == Level::Demote),
+            yielded,
+            "{kind:?}: {:?}",
+            h.history(T1)
+        );
+    }
+}
+
+/// A rank whose peer is not coming back soon (its node runs the other job
+/// for a whole slice): SY yields it once it has spun as long as a yield
+/// costs, and hands it back at its message.
+#[test]
+fn a_task_that_waits_longer_than_a_yield_costs_yields_once_per_wait() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sy));
+    h.advance_to(ms(12));
+    let demotes = |h: &Harness| {
+        h.history(T1)
+            .iter()
+            .filter(|(_, l, _)| *l == Level::Demote)
+            .count()
+    };
+    assert_eq!(demotes(&h), 1, "{:?}", h.history(T1));
+    h.preempt(T1, ms(12));
+    h.run(T2, 0, ms(12));
+    h.arrive(T1, ms(14), false);
+    assert_eq!(h.level(T1), Level::Normal);
+    assert_eq!(demotes(&h), 1);
 }
 
 #[test]
