@@ -253,6 +253,7 @@ fn frames(job_id: u32, frames: u64, expected: u64, met: u64, missed: u64) -> Job
         missed,
         satisfied: false,
         work_p95_ns: None,
+        ready: false,
     }
 }
 

@@ -154,6 +154,7 @@ fn under_1gs_rt_jobs_every_node_reports_satisfied_are_no_longer_replicated() {
             missed: 0,
             satisfied,
             work_p95_ns: None,
+            ready: false,
         }],
     };
     core.frame_report(0, &satisfied(true)).unwrap();
