@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use cosched_proto::wire::{
     ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob, FrameReport,
     Heartbeat, HeartbeatReply, JobFrames, JobUtilisation, Message, MessageKind, ProtocolVersion,
-    SwitchDivision, UtilReport,
+    READY_SINCE_MINOR, SwitchDivision, UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -253,6 +253,7 @@ fn frames(job_id: u32, frames: u64, expected: u64, met: u64, missed: u64) -> Job
         missed,
         satisfied: false,
         work_p95_ns: None,
+        ready: false,
     }
 }
 
@@ -317,7 +318,7 @@ fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
 
 #[test]
 fn an_expected_jobs_owner_is_new_in_1_4_and_absent_when_unset() {
-    assert_eq!(ProtocolVersion::CURRENT.minor, 5);
+    assert_eq!(ProtocolVersion::CURRENT.minor, 6);
     assert_eq!(EXPECT_OWNER_SINCE_MINOR, 4);
     let mut expect = ExpectJob {
         job_id: 3,
@@ -334,6 +335,25 @@ fn an_expected_jobs_owner_is_new_in_1_4_and_absent_when_unset() {
     let message = Message::ExpectJob(expect);
     let bytes = message.encode_payload().unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains("\"owner\":65534"));
+    assert_eq!(
+        Message::decode_payload(message.kind(), &bytes).unwrap(),
+        message
+    );
+}
+
+#[test]
+fn a_ranks_readiness_is_new_in_1_6_and_absent_when_false() {
+    assert_eq!(READY_SINCE_MINOR, 6);
+    let mut entry = frames(7, 0, 0, 0, 0);
+    // False: the payload a 1.3-1.5 coordinator accepts (it refuses unknown
+    // fields).
+    let report = |entry| Message::FrameReport(FrameReport { jobs: vec![entry] });
+    let json = String::from_utf8(report(entry).encode_payload().unwrap()).unwrap();
+    assert!(!json.contains("ready"), "{json}");
+    entry.ready = true;
+    let message = report(entry);
+    let bytes = message.encode_payload().unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"ready\":true"));
     assert_eq!(
         Message::decode_payload(message.kind(), &bytes).unwrap(),
         message

@@ -225,6 +225,7 @@ pub fn one_of_each_message() -> Vec<Message> {
                     missed: 3,
                     satisfied: true,
                     work_p95_ns: Some(2_400_000),
+                    ready: false,
                 },
                 JobFrames {
                     job_id: 6,
@@ -234,6 +235,7 @@ pub fn one_of_each_message() -> Vec<Message> {
                     missed: 0,
                     satisfied: false,
                     work_p95_ns: None,
+                    ready: false,
                 },
             ],
         }),
@@ -375,6 +377,7 @@ pub mod strategies {
                     missed,
                     satisfied,
                     work_p95_ns,
+                    ready: false,
                 },
             )
     }

@@ -39,6 +39,19 @@ pub fn monotonic_ns() -> u64 {
     read_clock(libc::CLOCK_MONOTONIC).as_nanos() as u64
 }
 
+static PROCESS_START_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Notes CLOCK_MONOTONIC now as the process's start (its `main`); later
+/// calls change nothing.
+pub fn mark_process_start() {
+    PROCESS_START_NS.get_or_init(monotonic_ns);
+}
+
+/// The instant [`mark_process_start`] noted, if it was called.
+pub fn process_start_ns() -> Option<u64> {
+    PROCESS_START_NS.get().copied()
+}
+
 /// Sleeps until CLOCK_MONOTONIC reads `target_ns` (absolute, so periodic
 /// releases do not drift by the time spent between them); returns at once
 /// if it has passed.

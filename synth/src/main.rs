@@ -10,6 +10,7 @@ use clap::Parser;
 use cosched_synth::{Cli, Config, RunReport, Session};
 
 fn main() -> ExitCode {
+    cosched_synth::clock::mark_process_start();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

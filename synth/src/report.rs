@@ -103,6 +103,25 @@ pub struct RtReport {
     /// The count cosched-rt holds at the end (equals `frames` unless
     /// something else in the process reported frames too).
     pub counter_frames: u64,
+    /// When this process started, reached its measured run and began its
+    /// first frame, and when its first frames were done (at most 2·b):
+    /// CLOCK_MONOTONIC ns, where start-up ran and at what phase of a
+    /// schedule the windows began.
+    #[serde(default)]
+    pub timeline: RtTimeline,
+}
+
+/// CLOCK_MONOTONIC instants of a rank's start (see [`RtReport::timeline`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RtTimeline {
+    /// `main` began (0 when not noted).
+    pub process_start_ns: u64,
+    /// The measured run began: the ranks were connected.
+    pub began_ns: u64,
+    /// The first frame's compute began: window 0's start.
+    pub first_frame_ns: u64,
+    /// When each of the first frames was done.
+    pub first_done_ns: Vec<u64>,
 }
 
 impl RunReport {
@@ -201,6 +220,7 @@ mod tests {
                 missed_frames: 2,
                 missed_windows: 1,
                 missed_by_window: vec![2, 0],
+                timeline: RtTimeline::default(),
                 miss_rate: 2.0 / 96.0,
                 frame_work_us: Percentiles {
                     p50: 2001.5,

@@ -85,10 +85,12 @@ pub fn division(switch: &SwitchDivision) -> Division {
 /// job → rank launched here) among what the engine counted. An entry whose
 /// counts break the report's invariants (met + missed = expected, met ≤
 /// frames) is left out and named in the second list, so one bad count does
-/// not make the coordinator refuse the whole report.
+/// not make the coordinator refuse the whole report. `ready` is sent only
+/// `with_ready` (a coordinator of protocol 1.6 or later).
 pub fn frame_entries(
     counted: &[RtFrameReport],
     coordinator_jobs: &BTreeMap<JobId, u32>,
+    with_ready: bool,
 ) -> (Vec<JobFrames>, Vec<JobId>) {
     let mut entries = Vec::new();
     let mut broken = Vec::new();
@@ -104,6 +106,7 @@ pub fn frame_entries(
             missed: report.totals.missed,
             satisfied: report.satisfied,
             work_p95_ns: report.work_p95_ns,
+            ready: with_ready && report.ready,
         };
         let consistent = entry.met.checked_add(entry.missed) == Some(entry.expected)
             && entry.met <= entry.frames;
@@ -148,6 +151,7 @@ mod tests {
             frames,
             work_p95_ns: Some(900_000),
             satisfied,
+            ready: frames > 0,
         }
     }
 
@@ -230,6 +234,7 @@ mod tests {
                 counted(9, 1, 0, 1, true), // launched through the control socket
             ],
             &jobs,
+            true,
         );
         assert_eq!(
             entries,
@@ -241,9 +246,20 @@ mod tests {
                 missed: 2,
                 satisfied: true,
                 work_p95_ns: Some(900_000),
+                ready: true,
             }]
         );
         assert_eq!(broken, vec![5], "met 3 > 2 frames completed");
         assert_eq!(frame_report(Vec::new()), None, "nothing to report");
+    }
+
+    #[test]
+    fn readiness_is_left_out_for_a_coordinator_that_does_not_know_it() {
+        let jobs = BTreeMap::from([(4, 0)]);
+        let ready = [counted(4, 0, 0, 1, false)];
+        let (new, _) = frame_entries(&ready, &jobs, true);
+        assert!(new[0].ready);
+        let (old, _) = frame_entries(&ready, &jobs, false);
+        assert!(!old[0].ready, "a 1.5 coordinator refuses unknown fields");
     }
 }

@@ -13,8 +13,8 @@ use cosched_proto::{
     wire::{
         CheckProgram, ClassSettings, DivisionSwitched, ErrorReport, ExitStatus, ExpectJob,
         JobExited, JobUtilisation, LaunchJob, Message, MessageKind, ProgramCheck, ProgramChecked,
-        ProtocolVersion, RankRef, RanksReaped, ReapedRank, SliceSchedule, SliceSwitched,
-        SwitchDivision, SwitchSlice, UtilReport,
+        ProtocolVersion, READY_SINCE_MINOR, RankRef, RanksReaped, ReapedRank, SliceSchedule,
+        SliceSwitched, SwitchDivision, SwitchSlice, UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -125,6 +125,9 @@ pub struct CoordNode {
     last_division: Option<(u64, u64)>,
     /// When the next periodic `FrameReport` is due.
     next_frame_report_ns: u64,
+    /// Coordinator RT jobs already reported ready (their processes are
+    /// past start-up): a job that becomes ready is reported at once.
+    ready_sent: BTreeSet<JobId>,
     slice_length: SliceLength,
     quanta: QuantumTracker,
     node_cpus: usize,
@@ -203,6 +206,7 @@ impl CoordNode {
             ratio: None,
             last_division: None,
             next_frame_report_ns: 0,
+            ready_sent: BTreeSet::new(),
             slice_length: SliceLength::default(),
             quanta: QuantumTracker::default(),
             node_cpus: node_cpus.max(1),
@@ -746,8 +750,12 @@ impl CoordNode {
 
     /// Sends the frame counts of the coordinator's RT jobs running here
     /// when the periodic report is due (called from the daemon's poll).
+    /// A job whose processes all became ready for their first frame is
+    /// reported at once (1GS warms a new RT job up in its start row until
+    /// then), not at the next period.
     pub fn report_frames<K: Kernel>(&mut self, engine: &Engine<K>, now_ns: u64) {
-        if now_ns < self.next_frame_report_ns {
+        self.ready_sent.retain(|job| self.jobs.contains_key(job));
+        if now_ns < self.next_frame_report_ns && !self.newly_ready(engine) {
             return;
         }
         self.next_frame_report_ns =
@@ -765,7 +773,12 @@ impl CoordNode {
         {
             return;
         }
-        let (entries, broken) = frame_entries(&engine.rt_frame_reports(), jobs);
+        let with_ready = self
+            .peer
+            .is_some_and(|peer| peer.minor >= READY_SINCE_MINOR);
+        let (entries, broken) = frame_entries(&engine.rt_frame_reports(), jobs, with_ready);
+        self.ready_sent
+            .extend(entries.iter().filter(|e| e.ready).map(|e| e.job_id));
         if !broken.is_empty() {
             tracing::warn!(?broken, "frame counts left out of the report: inconsistent");
         }
@@ -773,6 +786,25 @@ impl CoordNode {
             self.metrics.frame_reports.inc();
             self.link.send(report);
         }
+    }
+
+    /// [`report_frames`](Self::report_frames) now if a coordinator RT job
+    /// became ready since the last report, else nothing.
+    pub fn report_if_newly_ready<K: Kernel>(&mut self, engine: &Engine<K>, now_ns: u64) {
+        if self.newly_ready(engine) {
+            self.next_frame_report_ns = 0;
+            self.report_frames(engine, now_ns);
+        }
+    }
+
+    /// Whether a coordinator RT job here became ready since the last report
+    /// (only for a coordinator that takes readiness).
+    fn newly_ready<K: Kernel>(&self, engine: &Engine<K>) -> bool {
+        self.peer
+            .is_some_and(|peer| peer.minor >= READY_SINCE_MINOR)
+            && engine
+                .rt_ready_jobs()
+                .any(|job| self.jobs.contains_key(&job) && !self.ready_sent.contains(&job))
     }
 
     /// What enforcing `switch` takes, followed by [`Action::Switched`].

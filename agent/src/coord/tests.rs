@@ -675,6 +675,61 @@ fn frame_reports_carry_the_coordinators_rt_jobs_and_the_last_counts_come_before_
 }
 
 #[test]
+fn an_rt_job_whose_processes_publish_their_counters_is_reported_ready_at_once() {
+    let mut h = harness();
+    let dir = h.running_rt_job(7, 100, "rt:10000000:2:1000000");
+    h.event(UP);
+    h.drain();
+    h.node.report_frames(&h.engine, 0);
+    let sent = h.drain();
+    let [Message::FrameReport(report)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert!(!report.jobs[0].ready, "still starting up: no counter yet");
+    // Process 100 called cosched_rt_init(): its counter, no frame yet.
+    h.engine
+        .kernel_mut()
+        .counters
+        .write(&dir.join("100.frames"), 0, &record(100, MS + 1, 0, 0));
+    h.engine.kernel_mut().now = 2 * MS;
+    h.engine.policy_tick();
+    // Long before the next periodic report.
+    h.node.report_if_newly_ready(&h.engine, 10 * MS);
+    let sent = h.drain();
+    let [Message::FrameReport(report)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert_eq!((report.jobs[0].job_id, report.jobs[0].ready), (7, true));
+    // Once only.
+    h.node.report_if_newly_ready(&h.engine, 11 * MS);
+    assert!(h.drain().is_empty());
+}
+
+#[test]
+fn a_coordinator_older_than_1_6_is_not_told_readiness() {
+    let mut h = harness();
+    let dir = h.running_rt_job(7, 100, "rt:10000000:2:1000000");
+    h.event(LinkEvent::Up {
+        protocol: ProtocolVersion { major: 1, minor: 5 },
+    });
+    h.drain();
+    h.engine
+        .kernel_mut()
+        .counters
+        .write(&dir.join("100.frames"), 0, &record(100, MS + 1, 0, 0));
+    h.engine.kernel_mut().now = 2 * MS;
+    h.engine.policy_tick();
+    h.node.report_if_newly_ready(&h.engine, 10 * MS);
+    assert!(h.drain().is_empty(), "no early report");
+    h.node.report_frames(&h.engine, 1_000 * MS);
+    let sent = h.drain();
+    let [Message::FrameReport(report)] = &sent[..] else {
+        panic!("{sent:?}");
+    };
+    assert!(!report.jobs[0].ready, "a 1.5 coordinator refuses the field");
+}
+
+#[test]
 fn a_coordinator_older_than_1_3_gets_no_frame_report() {
     let mut h = harness();
     h.running_rt_job(7, 100, "rt:10000000:2:1000000");

@@ -98,6 +98,15 @@ impl<K: Kernel> Daemon<K> {
         self.answer_waiters();
     }
 
+    /// Sends a `FrameReport` at once if a coordinator RT job became ready
+    /// for its first frame (nothing otherwise; the periodic report waits
+    /// for the poll).
+    pub fn report_ready_frames(&mut self) {
+        if let Some(coord) = &mut self.coord {
+            coord.report_if_newly_ready(&self.engine, monotonic_ns());
+        }
+    }
+
     pub fn on_internal(&mut self, msg: Internal) {
         match msg {
             Internal::Reaped {

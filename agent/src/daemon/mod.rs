@@ -292,6 +292,10 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             .is_some_and(|due| due <= monotonic_ns())
         {
             d.engine.policy_tick();
+            // The RT tick may have found a new RT job's processes ready for
+            // their first frame: 1GS holds the job to its start row until
+            // the coordinator hears it, so it goes now, not at the next poll.
+            d.report_ready_frames();
         }
         d.on_recording();
         let want = poll_interval(&d);

@@ -40,6 +40,21 @@ pub struct RtFrameReport {
     /// Every RT process of the job here is satisfied in its current
     /// window (n ≥ b); false without a process.
     pub satisfied: bool,
+    /// Every RT process of the job here has published its frame counter
+    /// (called `cosched_rt_init()` or reported a frame): past its start-up,
+    /// ready for its first frame; false without a process.
+    pub ready: bool,
+}
+
+/// Every RT process of `rt` has published its counter (the agent read it at
+/// least once); false without a process.
+fn counters_published(rt: &RtJob) -> bool {
+    let pids = rt.pids();
+    !pids.is_empty()
+        && pids.iter().all(|&pid| {
+            rt.process(pid)
+                .is_some_and(|process| process.tracker.last().is_some())
+        })
 }
 
 /// On-CPU time of a task from its counters, its current run included.
@@ -334,7 +349,9 @@ impl<K: Kernel> Engine<K> {
                     && pids
                         .iter()
                         .all(|&pid| matches!(rt.state(pid), Some(FrameState::Satisfied { .. })));
+                let ready = counters_published(rt);
                 Some(RtFrameReport {
+                    ready,
                     job: j.id,
                     totals: rt.totals(),
                     frames: rt.reported(),
@@ -343,6 +360,15 @@ impl<K: Kernel> Engine<K> {
                 })
             })
             .collect()
+    }
+
+    /// The RT jobs whose every process here has published its frame
+    /// counter (`RtFrameReport::ready`), cheaply, for every tick.
+    pub fn rt_ready_jobs(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.reg
+            .jobs()
+            .filter(|j| j.rt.as_ref().is_some_and(counters_published))
+            .map(|j| j.id)
     }
 
     /// The job info's RT part: totals, and each process's state now.

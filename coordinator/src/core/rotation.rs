@@ -77,6 +77,14 @@ impl Rotation {
         }
     }
 
+    /// 1GS: `job`'s processes are ready for their first frame (its warm-up
+    /// in its start row ends). Other rotations have no warm-up.
+    pub fn counters_ready(&mut self, job: cosched_policy::global::JobId) {
+        if let Self::OneLevelGang(rotor) = self {
+            rotor.counters_ready(job);
+        }
+    }
+
     /// Paired gang's explanation of `job`'s pairing in the current round.
     pub fn explain(&self, matrix: &Matrix, job: u32) -> Option<String> {
         match self {

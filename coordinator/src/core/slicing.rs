@@ -115,6 +115,7 @@ impl Core {
         for samples in self.util.flush_before(self.slice_counter) {
             self.learn_quantum(&samples);
         }
+        self.refresh_ready();
         let rows = match &self.classes {
             ClassState::OneGs(gang) => Rows::OneLevelGang(gang),
             ClassState::Matrix | ClassState::Divided(_) => {

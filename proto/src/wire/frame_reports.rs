@@ -36,7 +36,18 @@ pub struct JobFrames {
     /// agent measured some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_p95_ns: Option<u64>,
+    /// Every RT process of the rank has published its frame counter (called
+    /// `cosched_rt_init()` or reported a frame): it is past its start-up and
+    /// ready for its first frame. Under 1GS a new RT job runs in its start
+    /// row alone until every node of the job says so. Sent only to a
+    /// coordinator of protocol 1.6 or later ([`READY_SINCE_MINOR`]); absent
+    /// means false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ready: bool,
 }
+
+/// The minor version from which a coordinator takes [`JobFrames::ready`].
+pub const READY_SINCE_MINOR: u8 = 6;
 
 /// Agent → coordinator, periodically while RT jobs run there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,8 +23,10 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// (best-effort and real-time jobs together: 1GS, 2DCS-TDM, 2DCS-PS);
 /// 1.4: `ExpectJob.owner` (see [`super::jobs::EXPECT_OWNER_SINCE_MINOR`]);
 /// 1.5: `SliceSchedule` (gang slices announced ahead, switched by the
-/// agent's timer).
-pub const PROTOCOL_MINOR: u8 = 5;
+/// agent's timer); 1.6: `JobFrames.ready` (see
+/// [`super::frame_reports::READY_SINCE_MINOR`]: an RT rank's processes are
+/// ready for their first frame).
+pub const PROTOCOL_MINOR: u8 = 6;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

@@ -5,9 +5,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::clock::process_start_ns;
 use crate::clock::{monotonic_ns, sleep_until_monotonic_ns, thread_cpu_time};
 use crate::config::RtMode;
-use crate::report::RtReport;
+use crate::report::{RtReport, RtTimeline};
 use crate::rt::{FrameWindows, Percentiles};
 
 pub struct RtRun {
@@ -22,6 +23,7 @@ pub struct RtRun {
     frames: u64,
     /// The counter file, or why there is none.
     counter: Result<PathBuf, String>,
+    timeline: RtTimeline,
 }
 
 impl RtRun {
@@ -32,7 +34,13 @@ impl RtRun {
             Ok(()) => cosched_rt::counter_path().ok_or_else(|| "no counter file".to_owned()),
             Err(err) => Err(err.to_string()),
         };
+        let timeline = RtTimeline {
+            process_start_ns: process_start_ns().unwrap_or(0),
+            began_ns: monotonic_ns(),
+            ..RtTimeline::default()
+        };
         RtRun {
+            timeline,
             mode,
             windows: FrameWindows::new(mode.window_ns, mode.frames),
             next_release_ns: None,
@@ -56,7 +64,11 @@ impl RtRun {
     /// The frame's compute begins (its input is here): its work is measured
     /// from now, and the first frame starts this process's windows.
     pub fn frame_started(&mut self) {
-        self.windows.start(monotonic_ns());
+        let now = monotonic_ns();
+        if self.timeline.first_frame_ns == 0 {
+            self.timeline.first_frame_ns = now;
+        }
+        self.windows.start(now);
         self.frame_cpu_start = Some(thread_cpu_time());
     }
 
@@ -65,7 +77,11 @@ impl RtRun {
         if let Err(err) = cosched_rt::frame_done() {
             self.counter = Err(err.to_string());
         }
-        self.windows.frame_done(monotonic_ns());
+        let now = monotonic_ns();
+        if self.timeline.first_done_ns.len() < 2 * self.mode.frames as usize {
+            self.timeline.first_done_ns.push(now);
+        }
+        self.windows.frame_done(now);
         if let Some(began) = self.frame_cpu_start.take() {
             let work = thread_cpu_time().saturating_sub(began);
             self.work_ns.push(work.as_nanos() as u64);
@@ -96,6 +112,7 @@ impl RtRun {
             counter_file,
             counter_error,
             counter_frames: cosched_rt::frames(),
+            timeline: self.timeline,
         }
     }
 }

@@ -330,6 +330,10 @@ struct RtArgs {
     /// Seed of the arrival stream (every column replays the same stream).
     #[arg(long, default_value_t = rt::DEFAULT_SEED)]
     seed: u64,
+    /// Statistical admission's utilization bound, percent of the RT share
+    /// (above 100 overbooks).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    statistical_bound_percent: u64,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -345,6 +349,7 @@ impl RtArgs {
             admissions: or_default(self.admission, defaults.admissions),
             window_s: self.window,
             seed: self.seed,
+            statistical_bound_percent: self.statistical_bound_percent,
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,

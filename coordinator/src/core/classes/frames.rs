@@ -36,6 +36,20 @@ impl FrameBook {
                 .all(|node| reports.get(node).is_some_and(|report| report.satisfied))
     }
 
+    /// Whether every one of `nodes` reported the job's processes ready for
+    /// their first frame, a node `legacy` says cannot report it counting as
+    /// ready (none: no).
+    pub fn ready(&self, job: u32, nodes: &[NodeIndex], legacy: impl Fn(NodeIndex) -> bool) -> bool {
+        let reports = self.jobs.get(&job);
+        !nodes.is_empty()
+            && nodes.iter().all(|&node| {
+                legacy(node)
+                    || reports
+                        .and_then(|reports| reports.get(&node))
+                        .is_some_and(|report| report.ready)
+            })
+    }
+
     /// The job's counts summed over its nodes; the measured work is the
     /// largest of the nodes' (the job's τ_max).
     pub fn view(&self, job: u32) -> Option<FramesView> {
@@ -98,6 +112,7 @@ impl Core {
             }
         }
         self.refresh_satisfied();
+        self.refresh_ready();
         if ignored.is_empty() {
             Ok(())
         } else {

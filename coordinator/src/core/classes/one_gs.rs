@@ -2,11 +2,14 @@
 //! rows are evicted (§3.2: rejected), on the coordinator's tick or at the
 //! next arrival or departure, whichever comes first; and the RT jobs agents
 //! report at n ≥ b in their current window are left out of replication
-//! (§4.1 step 1), from the next event on.
+//! (§4.1 step 1), from the next event on; a new RT job warms up in its
+//! start row until its agents report its processes ready for their first
+//! frame (`JobFrames.ready`, protocol 1.6).
 
 use std::collections::BTreeSet;
 
 use cosched_policy::{classes::one_level_gang::Evicted, global::JobId};
+use cosched_proto::wire::READY_SINCE_MINOR;
 
 use super::{Admission, ClassState};
 use crate::{
@@ -80,6 +83,34 @@ impl Core {
             .collect();
         if let ClassState::OneGs(gang) = &mut self.classes {
             gang.set_satisfied(satisfied);
+        }
+    }
+
+    /// Tells the 1GS rotor which new RT jobs are past their start-up: those
+    /// whose every live rank's agent reported its processes ready. A node
+    /// whose agent predates readiness (protocol < 1.6) never says so and
+    /// counts as ready, so its jobs do not warm up.
+    pub(in crate::core) fn refresh_ready(&mut self) {
+        let ClassState::OneGs(gang) = &self.classes else {
+            return;
+        };
+        let ready: Vec<JobId> = gang
+            .allocations()
+            .filter(|held| held.job.rt_spec().is_some())
+            .map(|held| held.job.id)
+            .filter(|&JobId(id)| {
+                let id = id as u32;
+                self.jobs.get(&id).is_some_and(|job| {
+                    self.frames.ready(id, &job.live_nodes(), |node| {
+                        self.nodes
+                            .get(node)
+                            .is_some_and(|n| n.protocol.minor < READY_SINCE_MINOR)
+                    })
+                })
+            })
+            .collect();
+        for job in ready {
+            self.rotation.counters_ready(job);
         }
     }
 }

@@ -323,6 +323,7 @@ fn frame_reports_show_the_miss_rate_and_reports_for_other_jobs_are_ignored() {
         missed,
         satisfied: true,
         work_p95_ns: Some(800_000),
+        ready: false,
     };
     for (node, missed) in [(0, 2), (1, 6)] {
         let report = FrameReport {
@@ -363,6 +364,7 @@ fn an_ended_rt_job_keeps_the_last_counts_its_agents_sent_before_its_exits() {
                 missed: 1,
                 satisfied: false,
                 work_p95_ns: None,
+                ready: false,
             }],
         };
         core.frame_report(node, &report).unwrap();

@@ -107,6 +107,10 @@ fn under_1gs_slices_run_its_rows_in_turn_with_each_rows_job_on_its_nodes() {
     core.take_effects();
     let mut seen = Vec::new();
     for slice in 0..6u64 {
+        if slice == 2 {
+            // Its rank started up in row 1 and published its counter.
+            core.frame_report(0, &ready(video)).unwrap();
+        }
         core.plan_slice(NOW_NS + slice * SLICE_NS);
         let switched = switches(&core.take_effects());
         assert_eq!(switched.len(), 2, "every ready node");
@@ -126,6 +130,67 @@ fn under_1gs_slices_run_its_rows_in_turn_with_each_rows_job_on_its_nodes() {
     let matrix = core.matrix_view();
     assert_eq!(matrix.row_classes, ["rt", "rt", "be"]);
     assert_eq!(matrix.cells[0][0], Some(video));
+}
+
+/// A frame report of `job` from a rank whose processes are ready for
+/// their first frame (no frame yet).
+fn ready(job: u32) -> FrameReport {
+    FrameReport {
+        jobs: vec![JobFrames {
+            job_id: job,
+            frames: 0,
+            expected: 0,
+            met: 0,
+            missed: 0,
+            satisfied: false,
+            work_p95_ns: None,
+            ready: true,
+        }],
+    }
+}
+
+#[test]
+fn under_1gs_a_new_rt_job_runs_in_its_start_row_alone_until_every_node_reports_it_ready() {
+    let mut core = one_gs(2);
+    let video = submit(&mut core, heavy("video", 2)).id;
+    core.take_effects();
+    let runs = |core: &mut Core, from: u64, count: u64| -> Vec<(u32, bool)> {
+        (from..from + count)
+            .map(|slice| {
+                core.plan_slice(NOW_NS + slice * SLICE_NS);
+                let switched = switches(&core.take_effects());
+                (
+                    switched[0].1.rows[0],
+                    switched[0].1.active_jobs.contains(&video),
+                )
+            })
+            .collect()
+    };
+    // Rows 0 and 1 of M = 3; start row 1. Its ranks still start up: row 1
+    // only, round after round.
+    assert_eq!(
+        runs(&mut core, 0, 6),
+        [
+            (0, false),
+            (1, true),
+            (2, false),
+            (0, false),
+            (1, true),
+            (2, false)
+        ]
+    );
+    core.frame_report(0, &ready(video)).unwrap();
+    assert_eq!(
+        runs(&mut core, 6, 3),
+        [(0, false), (1, true), (2, false)],
+        "one node of two is ready"
+    );
+    core.frame_report(1, &ready(video)).unwrap();
+    assert_eq!(
+        runs(&mut core, 9, 3),
+        [(0, true), (1, true), (2, false)],
+        "both rows once every node is ready"
+    );
 }
 
 #[test]
@@ -154,6 +219,7 @@ fn under_1gs_rt_jobs_every_node_reports_satisfied_are_no_longer_replicated() {
             missed: 0,
             satisfied,
             work_p95_ns: None,
+            ready: false,
         }],
     };
     core.frame_report(0, &satisfied(true)).unwrap();

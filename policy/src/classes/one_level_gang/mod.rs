@@ -12,7 +12,9 @@
 //!   RT set, the same columns in each, or waits.
 //! - [`ReplicationStep`]: the four steps, runnable one by one as in Figure 2.
 //! - Execution: `rotation`, `active_by_node`, `slice` (a gang
-//!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`].
+//!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`] (a new RT
+//!   job under admission control waits for its start row, then warms up in
+//!   it alone until its processes are ready for their first frame).
 //! - [`FrameGuarantee`]: `guaranteed_frames_per_cycle`, `unmet_guarantees`.
 //! - Phase ([`is_phase_locked`], [`frames_done_per_window`]): CPU per cycle is
 //!   not enough; b frames per window also need Ψ to divide Γ = b·d.
@@ -45,6 +47,6 @@ pub use guarantee::FrameGuarantee;
 pub use job::{OneGsJob, OneGsKind, rows_needed};
 pub use phase::{RowTimeline, frames_done_per_window, is_phase_locked, worst_window_shortfall};
 pub use replication::{Replica, ReplicationStep};
-pub use rotation::OneLevelGangRotor;
+pub use rotation::{OneLevelGangRotor, WARM_UP_WINDOWS, Warming};
 pub use snapshot::OneLevelGangSnapshot;
 pub use state::{Allocation, Cell, CellKind, OneLevelGang, WaitingJob};

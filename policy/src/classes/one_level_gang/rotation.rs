@@ -92,7 +92,33 @@ pub struct OneLevelGangRotor {
     /// their rows have drained what the gaps left.
     #[serde(default)]
     starting: BTreeMap<JobId, RowIndex>,
+    /// RT jobs past their start row whose processes are not all ready for
+    /// their first frame yet ([`counters_ready`](Self::counters_ready)):
+    /// they run in their start row only, so whatever start-up still runs
+    /// (exec, connecting to each other) ends inside that row and the first
+    /// frame starts there, not after a gap.
+    #[serde(default)]
+    warming: BTreeMap<JobId, Warming>,
+    /// Jobs whose processes were reported ready (kept while they are
+    /// allocated, so a report that comes before the start row counts).
+    #[serde(default)]
+    ready: BTreeSet<JobId>,
 }
+
+/// A job warming up in its start row ([`OneLevelGangRotor::warming`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warming {
+    /// Its start row: the only one it runs in meanwhile.
+    pub row: RowIndex,
+    /// Runs of the start row left before the hold lapses (a process that
+    /// never reports still gets all its rows back).
+    pub runs_left: u64,
+}
+
+/// How long a warm-up may last, in windows of the job: a process that
+/// never says it is ready gets all its rows back after this many windows'
+/// worth of cycles in its start row alone.
+pub const WARM_UP_WINDOWS: u64 = 2;
 
 impl OneLevelGangRotor {
     pub fn new() -> Self {
@@ -104,12 +130,35 @@ impl OneLevelGangRotor {
         &self.starting
     }
 
+    /// RT jobs warming up in their start row, and how.
+    pub fn warming(&self) -> &BTreeMap<JobId, Warming> {
+        &self.warming
+    }
+
+    /// Whether `job` sits out slices of `row`: it waits for its start row,
+    /// or warms up in a start row that is not this one.
+    pub fn holds(&self, job: JobId, row: RowIndex) -> bool {
+        self.starting.contains_key(&job) || self.warming.get(&job).is_some_and(|w| w.row != row)
+    }
+
+    /// `job`'s processes are all ready for their first frame (each has
+    /// published its frame counter on every node of the job): it runs in
+    /// all its rows from the next slice on. A report before its start row
+    /// is kept: it then skips the warm-up.
+    pub fn counters_ready(&mut self, job: JobId) {
+        self.warming.remove(&job);
+        self.ready.insert(job);
+    }
+
     /// Jobs allocated since the last slice: an RT job with a start row
     /// waits for it; jobs that left are forgotten.
     fn note_new_jobs(&mut self, state: &OneLevelGang) {
         self.seen.retain(|&job| state.allocation(job).is_some());
         self.starting
             .retain(|&job, _| state.allocation(job).is_some());
+        self.warming
+            .retain(|&job, _| state.allocation(job).is_some());
+        self.ready.retain(|&job| state.allocation(job).is_some());
         for held in state.allocations() {
             if self.seen.insert(held.job.id)
                 && let Some(row) = state.start_row_of(held.job.id)
@@ -119,12 +168,38 @@ impl OneLevelGangRotor {
         }
     }
 
-    /// Takes the jobs still waiting for their start row out of `slice` of
-    /// `row`; a job whose start row this is runs from now on.
-    fn hold_starting_jobs(&mut self, row: RowIndex, slice: &mut Slice) {
-        self.starting.retain(|_, start| *start != row);
+    /// Takes the jobs still waiting for their start row, or warming up in
+    /// another row, out of `slice` of `row`. A job whose start row this is
+    /// runs from now on: in all its rows if its processes are ready, else in
+    /// this row only until they are (or its warm-up lapses).
+    fn hold_starting_jobs(&mut self, state: &OneLevelGang, row: RowIndex, slice: &mut Slice) {
+        let started: Vec<JobId> = self
+            .starting
+            .iter()
+            .filter(|&(_, &start)| start == row)
+            .map(|(&job, _)| job)
+            .collect();
+        for job in started {
+            self.starting.remove(&job);
+            if !self.ready.contains(&job) {
+                self.warming.insert(
+                    job,
+                    Warming {
+                        row,
+                        runs_left: warm_up_runs(state, job),
+                    },
+                );
+            }
+        }
+        self.warming.retain(|_, warming| {
+            if warming.row != row {
+                return true;
+            }
+            warming.runs_left = warming.runs_left.saturating_sub(1);
+            warming.runs_left > 0
+        });
         for active in &mut slice.active_by_node {
-            active.retain(|job| !self.starting.contains_key(job));
+            active.retain(|&job| !self.holds(job, row));
         }
     }
 
@@ -150,9 +225,22 @@ impl OneLevelGangRotor {
             }
             self.note_new_jobs(state);
             let mut slice = state.slice(self.next_number, self.rounds_started - 1, row);
-            self.hold_starting_jobs(row, &mut slice);
+            self.hold_starting_jobs(state, row, &mut slice);
             self.next_number += 1;
             return Some(slice);
         }
     }
+}
+
+/// Runs of its start row a job may warm up for: [`WARM_UP_WINDOWS`] of its
+/// windows in cycles of the full matrix (at least one run, which is the
+/// start row's own).
+fn warm_up_runs(state: &OneLevelGang, job: JobId) -> u64 {
+    let cycle = state.config().cycle_ns().max(1);
+    state
+        .allocation(job)
+        .and_then(|held| held.job.rt_spec())
+        .map_or(1, |spec| {
+            (WARM_UP_WINDOWS * spec.window_ns()).div_ceil(cycle).max(1) + 1
+        })
 }

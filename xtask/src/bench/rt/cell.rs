@@ -147,6 +147,11 @@ pub struct JobResult {
     pub agent_expected_frames: u64,
     /// On-CPU time of its ranks (eBPF), s.
     pub cpu_s: f64,
+    /// RT: each rank's start-up timeline as the benchmark reports it
+    /// (`rt.timeline`: CLOCK_MONOTONIC ns of its start, run, first frame
+    /// and first frames done), in rank order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rank_timelines: Vec<Value>,
 }
 
 /// What one cell gave.
@@ -559,6 +564,9 @@ pub fn finish(r: &mut JobResult, o: &JobOutcome, arrived_unix_ns: u64) {
         let rt = &v["rt"];
         if rt.is_object() {
             let u = |k: &str| rt[k].as_u64().unwrap_or(0);
+            if rt["timeline"].is_object() {
+                r.rank_timelines.push(rt["timeline"].clone());
+            }
             r.missed_frames += u("missed_frames");
             r.expected_frames += u("windows") * u("frames_per_window");
             if let Some(list) = rt["missed_by_window"].as_array() {

@@ -77,6 +77,9 @@ pub struct RtOptions {
     /// Seconds of arrivals per cell.
     pub window_s: f64,
     pub seed: u64,
+    /// Statistical admission's utilization bound, percent of the RT share
+    /// (the coordinator's `statistical_bound_percent`; above 100 overbooks).
+    pub statistical_bound_percent: u64,
     pub workload: Workload,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -97,6 +100,7 @@ impl Default for RtOptions {
             ],
             window_s: 6.0,
             seed: DEFAULT_SEED,
+            statistical_bound_percent: 100,
             workload: Workload::DEFAULT,
             json: None,
             svg: None,
@@ -186,10 +190,11 @@ impl RtOptions {
     }
 }
 
-/// The `[classes]` table of the coordinator for `admission`.
-pub fn classes_table(admission: Admission) -> String {
+/// The `[classes]` table of the coordinator for `admission`, with
+/// statistical admission's bound at `bound_percent`.
+pub fn classes_table(admission: Admission, bound_percent: u64) -> String {
     format!(
-        "ratio = \"{}:{}\"\nadmission = \"{}\"\none_gs_rows = {ONE_GS_ROWS}\nrt_max_wait_ms = {RT_MAX_WAIT_MS}\nstatistical_min_frames = {STATISTICAL_MIN_FRAMES}\n",
+        "ratio = \"{}:{}\"\nadmission = \"{}\"\none_gs_rows = {ONE_GS_ROWS}\nrt_max_wait_ms = {RT_MAX_WAIT_MS}\nstatistical_min_frames = {STATISTICAL_MIN_FRAMES}\nstatistical_bound_percent = {bound_percent}\n",
         RATIO.0,
         RATIO.1,
         admission.label()
@@ -201,6 +206,8 @@ pub fn classes_table(admission: Admission) -> String {
 pub struct RtReport {
     pub seed: u64,
     pub window_s: f64,
+    /// Statistical admission's bound, percent (see [`RtOptions`]).
+    pub statistical_bound_percent: u64,
     pub ratio: String,
     pub workload: Workload,
     pub rows: Vec<RtRow>,
@@ -258,7 +265,10 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
             slice_ms: SLICE_MS,
             stop_inactive: true,
             bin_dir: Some(bin.dir().to_path_buf()),
-            classes: Some(classes_table(Admission::None)),
+            classes: Some(classes_table(
+                Admission::None,
+                opts.statistical_bound_percent,
+            )),
         }),
         ..UpOptions::default()
     };
@@ -281,6 +291,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
     let report = RtReport {
         seed: opts.seed,
         window_s: opts.window_s,
+        statistical_bound_percent: opts.statistical_bound_percent,
         ratio: format!("{}:{}", RATIO.0, RATIO.1),
         workload: opts.workload,
         rows,
@@ -303,7 +314,12 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
 /// Puts the cluster under a (column, admission) setting: the agents' local
 /// policy, and the coordinator restarted with its policy and `[classes]`
 /// (idle in `fcfs` for the plain-Linux columns).
-fn configure(cluster: &mut Cluster, column: Column, admission: Admission) -> anyhow::Result<()> {
+fn configure(
+    cluster: &mut Cluster,
+    column: Column,
+    admission: Admission,
+    bound_percent: u64,
+) -> anyhow::Result<()> {
     let current = cluster
         .coordinator
         .clone()
@@ -318,7 +334,7 @@ fn configure(cluster: &mut Cluster, column: Column, admission: Admission) -> any
         slice_ms: SLICE_MS,
         stop_inactive: current.stop_inactive,
         bin_dir: None,
-        classes: Some(classes_table(admission)),
+        classes: Some(classes_table(admission, bound_percent)),
     };
     coordinator::restart(cluster, &options, COORDINATOR_TIMEOUT)
         .with_context(|| format!("restarting the coordinator under {policy}"))?;
@@ -351,9 +367,14 @@ fn measure(
         let key = cell.key;
         let setting = (key.column, key.admission);
         if configured != Some(setting) {
-            setting_error = configure(cluster, key.column, key.admission)
-                .err()
-                .map(|e| format!("{e:#}"));
+            setting_error = configure(
+                cluster,
+                key.column,
+                key.admission,
+                opts.statistical_bound_percent,
+            )
+            .err()
+            .map(|e| format!("{e:#}"));
             configured = Some(setting);
         }
         let what = format!(
@@ -456,7 +477,8 @@ mod tests {
 
     #[test]
     fn the_classes_table_names_the_rule() {
-        let t = classes_table(Admission::Statistical);
+        let t = classes_table(Admission::Statistical, 150);
+        assert!(t.contains("statistical_bound_percent = 150"), "{t}");
         let parsed: toml::Table = toml::from_str(&t).unwrap();
         assert_eq!(parsed["admission"].as_str(), Some("statistical"));
         assert_eq!(parsed["ratio"].as_str(), Some("2:1"));

@@ -40,6 +40,12 @@ pub struct RtRow {
     /// Σ (b − n) of the admitted RT jobs' ranks by window index (window 0
     /// is each rank's first): start-up misses show in the first entries.
     pub rt_missed_by_window: Vec<u64>,
+    /// Each admitted RT job's start: `{index, arrival_s, missed_by_window,
+    /// ranks}` with the ranks' own timelines (CLOCK_MONOTONIC ns of start,
+    /// run, first frame, first frames done): where start-up ran against the
+    /// schedule.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rt_starts: Vec<serde_json::Value>,
     pub be_jobs: usize,
     pub be_finished: usize,
     pub be_failed: usize,
@@ -91,6 +97,7 @@ impl RtRow {
             rt_miss_rate_agent: f64::NAN,
             rt_jobs_missing: 0,
             rt_missed_by_window: Vec::new(),
+            rt_starts: Vec::new(),
             be_jobs: 0,
             be_finished: 0,
             be_failed: 0,
@@ -135,6 +142,12 @@ impl RtRow {
                 }
                 row.rt_missed_by_window[i] += m;
             }
+            row.rt_starts.push(serde_json::json!({
+                "index": j.index,
+                "arrival_s": j.arrival_s,
+                "missed_by_window": j.missed_by_window,
+                "ranks": j.rank_timelines,
+            }));
         }
         row.be_jobs = be.len();
         let done: Vec<&JobResult> = be

@@ -351,14 +351,15 @@ fn check(run: &mut Run) {
         let slice = rotor.next_slice(state).unwrap();
         assert_eq!(slice.round, 0);
         let row = slice.rows.lowest_row();
-        // A new RT job sits out its rows until its start row.
+        // A new RT job sits out its rows until its start row, then warms
+        // up in that row alone.
         for (node, jobs) in slice.active_by_node.iter().enumerate() {
             assert_eq!(
                 jobs.iter().next().copied(),
                 state
                     .cell(row, node)
                     .map(|c| c.job)
-                    .filter(|job| !rotor.starting().contains_key(job))
+                    .filter(|&job| !rotor.holds(job, row))
             );
         }
         *per_class.entry(split.class_of(row).unwrap()).or_insert(0) += 1;

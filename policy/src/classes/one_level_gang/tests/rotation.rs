@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::support::{MS, WAIT, allocate, be, matrix, render, rt, wait};
-use crate::classes::one_level_gang::{CellKind, OneGsJob, OneLevelGangRotor};
+use crate::classes::one_level_gang::{CellKind, OneGsJob, OneLevelGang, OneLevelGangRotor};
 use crate::classes::{Class, RtSpec};
 use crate::global::{ActiveRows, JobId, RowIndex};
 
@@ -130,15 +130,18 @@ fn a_new_rt_job_sits_out_its_rows_until_the_one_where_its_first_window_cannot_en
     // frames, not yet run; by row 1, row 0 has run them.
     assert_eq!(state.start_row_of(JobId(1)), Some(1));
     let mut rotor = OneLevelGangRotor::new();
-    let runs: Vec<(RowIndex, bool)> = (0..12)
-        .map(|_| rotor.next_slice(&state).unwrap())
-        .map(|slice| {
-            (
-                slice.rows.lowest_row(),
-                slice.active_jobs().contains(&JobId(1)),
-            )
-        })
-        .collect();
+    let mut runs: Vec<(RowIndex, bool)> = Vec::new();
+    for n in 0..12 {
+        if n == 2 {
+            // Its processes published their counters in row 1.
+            rotor.counters_ready(JobId(1));
+        }
+        let slice = rotor.next_slice(&state).unwrap();
+        runs.push((
+            slice.rows.lowest_row(),
+            slice.active_jobs().contains(&JobId(1)),
+        ));
+    }
     let expected: Vec<(RowIndex, bool)> = (0..12).map(|n| (n % 6, n != 0 && n % 6 < 2)).collect();
     assert_eq!(
         runs, expected,
@@ -149,6 +152,7 @@ fn a_new_rt_job_sits_out_its_rows_until_the_one_where_its_first_window_cannot_en
     // A second RT job allocated mid-round waits for its own start row.
     let (rows, _) = allocate(&mut state, OneGsJob::real_time(JobId(2), 2, spec, WAIT), 1);
     assert_eq!(rows, [2, 3]);
+    rotor.counters_ready(JobId(2));
     let job_2: Vec<(RowIndex, bool)> = (0..10)
         .map(|_| rotor.next_slice(&state).unwrap())
         .map(|slice| {
@@ -173,6 +177,89 @@ fn a_new_rt_job_sits_out_its_rows_until_the_one_where_its_first_window_cannot_en
             (3, true)
         ]
     );
+}
+
+/// The slices of `rounds` full rounds: (row, whether `job` runs in it).
+fn runs_of(
+    rotor: &mut OneLevelGangRotor,
+    state: &OneLevelGang,
+    job: JobId,
+    slices: usize,
+) -> Vec<(RowIndex, bool)> {
+    (0..slices)
+        .map(|_| rotor.next_slice(state).unwrap())
+        .map(|slice| (slice.rows.lowest_row(), slice.active_jobs().contains(&job)))
+        .collect()
+}
+
+#[test]
+fn a_new_rt_job_whose_start_up_outlasts_its_start_row_runs_in_that_row_alone_until_ready() {
+    // Its ranks still connect when row 1 ends: in row 0 they would finish
+    // start-up right after the gap and start the first frame there, the
+    // worst phase. Held to row 1, start-up ends in row 1 whatever it takes.
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    let warming = runs_of(&mut rotor, &state, JobId(1), 18);
+    let expected: Vec<(RowIndex, bool)> = (0..18).map(|n| (n % 6, n % 6 == 1)).collect();
+    assert_eq!(warming, expected, "row 1 only, three rounds running");
+    assert_eq!(rotor.warming()[&JobId(1)].row, 1);
+
+    // Ready (its counters are published): both rows from the next slice.
+    rotor.counters_ready(JobId(1));
+    assert!(rotor.warming().is_empty());
+    let ready = runs_of(&mut rotor, &state, JobId(1), 6);
+    let expected: Vec<(RowIndex, bool)> = (0..6).map(|n| (n, n < 2)).collect();
+    assert_eq!(ready, expected);
+}
+
+#[test]
+fn a_job_never_reported_ready_gets_all_its_rows_back_after_its_warm_up() {
+    // Γ = 300 ms, Ψ = 60 ms: two windows are 10 cycles in row 1 alone.
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    let runs = runs_of(&mut rotor, &state, JobId(1), 6 * 13);
+    let in_row_0: Vec<usize> = runs
+        .iter()
+        .enumerate()
+        .filter(|&(_, &(row, on))| row == 0 && on)
+        .map(|(n, _)| n / 6)
+        .collect();
+    assert_eq!(in_row_0, [11, 12], "row 0 again from round 11 on");
+    assert!(rotor.warming().is_empty());
+    assert!(runs.iter().all(|&(row, on)| on == (row == 1) || row == 0));
+}
+
+#[test]
+fn a_job_reported_ready_before_its_start_row_skips_the_warm_up() {
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    let first = runs_of(&mut rotor, &state, JobId(1), 1);
+    assert_eq!(first, [(0, false)], "waits for its start row");
+    rotor.counters_ready(JobId(1));
+    let runs = runs_of(&mut rotor, &state, JobId(1), 7);
+    let expected: Vec<(RowIndex, bool)> = (1..8).map(|n| (n % 6, n % 6 < 2)).collect();
+    assert_eq!(runs, expected);
+    assert!(rotor.warming().is_empty());
+}
+
+#[test]
+fn a_warming_job_that_leaves_is_forgotten() {
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    runs_of(&mut rotor, &state, JobId(1), 3);
+    assert!(rotor.warming().contains_key(&JobId(1)));
+    state.depart(JobId(1), 50 * MS).unwrap();
+    allocate(&mut state, be(2, 2), 60 * MS);
+    rotor.next_slice(&state);
+    assert!(rotor.warming().is_empty());
 }
 
 #[test]
