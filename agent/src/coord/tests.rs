@@ -114,6 +114,19 @@ impl Harness {
         dir
     }
 
+    /// Process `pid` of the RT job whose counters are in `dir` has called
+    /// `cosched_rt_init()` (its counter, no frame yet), seen at the agent's
+    /// next tick at 2 ms.
+    fn counter_published(&mut self, dir: &std::path::Path, pid: u32) {
+        self.engine.kernel_mut().counters.write(
+            &dir.join(format!("{pid}.frames")),
+            0,
+            &record(pid, MS + 1, 0, 0),
+        );
+        self.engine.kernel_mut().now = 2 * MS;
+        self.engine.policy_tick();
+    }
+
     /// A global policy and, for the BE/RT ones, its class settings, as the
     /// coordinator sends them.
     fn policy(&mut self, name: &str, settings: Option<ClassSettings>) {
@@ -687,12 +700,7 @@ fn an_rt_job_whose_processes_publish_their_counters_is_reported_ready_at_once() 
     };
     assert!(!report.jobs[0].ready, "still starting up: no counter yet");
     // Process 100 called cosched_rt_init(): its counter, no frame yet.
-    h.engine
-        .kernel_mut()
-        .counters
-        .write(&dir.join("100.frames"), 0, &record(100, MS + 1, 0, 0));
-    h.engine.kernel_mut().now = 2 * MS;
-    h.engine.policy_tick();
+    h.counter_published(&dir, 100);
     // Long before the next periodic report.
     h.node.report_if_newly_ready(&h.engine, 10 * MS);
     let sent = h.drain();
@@ -713,12 +721,7 @@ fn a_coordinator_older_than_1_6_is_not_told_readiness() {
         protocol: ProtocolVersion { major: 1, minor: 5 },
     });
     h.drain();
-    h.engine
-        .kernel_mut()
-        .counters
-        .write(&dir.join("100.frames"), 0, &record(100, MS + 1, 0, 0));
-    h.engine.kernel_mut().now = 2 * MS;
-    h.engine.policy_tick();
+    h.counter_published(&dir, 100);
     h.node.report_if_newly_ready(&h.engine, 10 * MS);
     assert!(h.drain().is_empty(), "no early report");
     h.node.report_frames(&h.engine, 1_000 * MS);
