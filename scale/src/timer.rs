@@ -46,8 +46,19 @@ pub struct Fired {
 /// lateness p99 0.9 s). A mutex's waiter sleeps instead.
 #[derive(Default)]
 struct Pending {
-    armed: Mutex<(Vec<Armed>, bool)>,
+    queue: Mutex<Queue>,
     changed: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    armed: Vec<Armed>,
+    stop: bool,
+    /// The timer thread waits on the condition variable until this instant
+    /// (0: it is not waiting): only a switch armed before it needs a
+    /// wake-up (at 1000 agents, waking the SCHED_FIFO thread for every arm
+    /// took the stand-ins' whole CPU).
+    waiting_until: u64,
 }
 
 #[derive(Clone)]
@@ -82,14 +93,16 @@ impl SwitchTimer {
     }
 
     pub fn arm(&self, armed: Armed) {
-        let mut pending = self.pending.armed.lock().expect("timer queue");
-        pending.0.push(armed);
-        self.pending.changed.notify_one();
+        let mut queue = self.pending.queue.lock().expect("timer queue");
+        queue.armed.push(armed);
+        if armed.at_ns < queue.waiting_until {
+            self.pending.changed.notify_one();
+        }
     }
 
     /// Ends the timer thread.
     pub fn stop(&self) {
-        self.pending.armed.lock().expect("timer queue").1 = true;
+        self.pending.queue.lock().expect("timer queue").stop = true;
         self.pending.changed.notify_one();
     }
 }
@@ -116,30 +129,29 @@ fn run(pending: Arc<Pending>, fired: Vec<UnboundedSender<Fired>>, stats: Arc<Sta
         // Take what was armed; wait (at most until the earliest instant)
         // only when nothing is due yet.
         {
-            let mut queue = pending.armed.lock().expect("timer queue");
+            let mut queue = pending.queue.lock().expect("timer queue");
             loop {
-                if queue.1 {
+                queue.waiting_until = 0;
+                if queue.stop {
                     return;
                 }
-                if !queue.0.is_empty() {
-                    heap.extend(queue.0.drain(..).map(Reverse));
-                }
+                heap.extend(queue.armed.drain(..).map(Reverse));
                 let now = monotonic_ns();
-                match heap
-                    .peek()
-                    .map(|Reverse(next)| next.at_ns.saturating_sub(now))
-                {
-                    Some(0) => break,
-                    // Close to the instant: sleep it out exactly below.
-                    Some(ns) if ns < 200_000 => break,
-                    Some(ns) => {
+                match heap.peek().map(|Reverse(next)| next.at_ns) {
+                    // Due, or close: sleep it out exactly below.
+                    Some(at) if at < now + 200_000 => break,
+                    Some(at) => {
+                        queue.waiting_until = at;
                         queue = pending
                             .changed
-                            .wait_timeout(queue, Duration::from_nanos(ns - 100_000))
+                            .wait_timeout(queue, Duration::from_nanos(at - now - 100_000))
                             .expect("timer queue")
                             .0;
                     }
-                    None => queue = pending.changed.wait(queue).expect("timer queue"),
+                    None => {
+                        queue.waiting_until = u64::MAX;
+                        queue = pending.changed.wait(queue).expect("timer queue");
+                    }
                 }
             }
         }
