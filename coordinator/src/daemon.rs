@@ -171,12 +171,14 @@ pub async fn run(config: Config, config_path: PathBuf) -> anyhow::Result<()> {
                 daemon.apply_effects();
             }
             () = tokio::time::sleep_until(plan_at) => {
-                let now = monotonic_ns();
-                if next_start_ns < now + lead_ns / 2 {
-                    // Fell behind (a stalled loop): announce the next switch
-                    // with a full lead instead of one already late.
-                    next_start_ns = now + lead_ns;
-                }
+                // Fell behind (a stalled loop): see `resume_at`.
+                next_start_ns = crate::core::slicing::resume_at(
+                    next_start_ns,
+                    monotonic_ns(),
+                    lead_ns,
+                    slice_ns,
+                    daemon.core.keeps_slice_grid(),
+                );
                 next_start_ns = daemon.plan(next_start_ns, slice_ns);
             }
         }

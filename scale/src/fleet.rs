@@ -19,19 +19,22 @@ pub struct Fleet {
     pub stats: Arc<Stats>,
     commands: Vec<UnboundedSender<Command>>,
     tasks: Vec<JoinHandle<()>>,
+    timer: SwitchTimer,
 }
 
 impl Fleet {
-    /// Starts `agents` stand-ins on `runtime`, all connecting at once.
+    /// Starts `agents` stand-ins on `runtime`, all connecting at once (the
+    /// switch timer at SCHED_FIFO `timer_fifo_priority`, 0: SCHED_OTHER).
     pub fn start(
         runtime: &Runtime,
         agents: usize,
         config: AgentConfig,
+        timer_fifo_priority: u32,
     ) -> Result<Self, ScaleError> {
         let stats = Arc::new(Stats::new(agents));
         let (fired_tx, fired_rx): (Vec<_>, Vec<_>) =
             (0..agents).map(|_| unbounded_channel()).unzip();
-        let timer = SwitchTimer::spawn(fired_tx, stats.clone())?;
+        let timer = SwitchTimer::spawn(fired_tx, stats.clone(), timer_fifo_priority)?;
         let config = Arc::new(config);
         let mut commands = Vec::with_capacity(agents);
         let mut tasks = Vec::with_capacity(agents);
@@ -51,6 +54,7 @@ impl Fleet {
             stats,
             commands,
             tasks,
+            timer,
         })
     }
 
@@ -79,5 +83,6 @@ impl Fleet {
                 let _ = task.await;
             }
         });
+        self.timer.stop();
     }
 }

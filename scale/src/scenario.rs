@@ -58,6 +58,9 @@ pub struct ScenarioConfig {
     pub pin: Option<(usize, usize)>,
     /// The stand-ins' tokio worker threads.
     pub worker_threads: usize,
+    /// SCHED_FIFO priority of the stand-ins' switch timer thread (the real
+    /// agent's runs at `agent_priority`, 50); 0: SCHED_OTHER.
+    pub timer_fifo_priority: u32,
     /// `COSCHED_LOG` of the coordinator.
     pub coordinator_log: String,
     /// Where to copy the coordinator's log when it stops.
@@ -86,6 +89,7 @@ impl ScenarioConfig {
             phase_timeout_s: 60.0,
             pin: None,
             worker_threads: 1,
+            timer_fifo_priority: 0,
             coordinator_log: "info".into(),
             keep_log: None,
         }
@@ -146,6 +150,21 @@ pub struct Steady {
     pub cpu: CpuUse,
     /// The coordinator's clock-uncertainty estimates over all nodes, µs.
     pub clock_uncertainty_us: Percentiles,
+    /// |estimated offset| over all nodes at the window's end, µs: every
+    /// stand-in shares the coordinator's clock, so this is the estimates'
+    /// actual error.
+    pub clock_offset_error_us: Percentiles,
+    /// The estimated offsets themselves (agent minus coordinator), µs:
+    /// positive = the agents' receive stamps (t2) run late, negative = the
+    /// coordinator's (t4).
+    pub clock_offset_us: Percentiles,
+    /// `SliceSchedule`s the stand-ins received in the window.
+    pub schedules_received: u64,
+    /// Whether the stand-ins' switch timer ran SCHED_FIFO.
+    pub timer_fifo: bool,
+    /// Of `coordinator_heartbeats_answered`, those whose receive stamp
+    /// (t2) is the kernel's (`SO_TIMESTAMPNS`).
+    pub heartbeats_kernel_stamped: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -463,7 +482,12 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
     let mark = cpu_mark(pid);
     let start_ns = monotonic_ns();
     let started = Instant::now();
-    let fleet = Fleet::start(&runtime, config.agents, agent_config)?;
+    let fleet = Fleet::start(
+        &runtime,
+        config.agents,
+        agent_config,
+        config.timer_fifo_priority,
+    )?;
     let stats = fleet.stats.clone();
     let all_accepted = wait_for(phase_timeout, || {
         stats.agents().iter().all(|seen| seen.accepted_ns.is_some())
@@ -539,6 +563,8 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         Counters::get(&counters.heartbeat_replies),
         Counters::get(&counters.coordinator_heartbeats_answered),
         Counters::get(&counters.switches_applied_late),
+        Counters::get(&counters.schedules),
+        Counters::get(&counters.heartbeats_kernel_stamped),
     ];
     let slices_before = admin::status(&coordinator.socket)?["slices"]
         .as_u64()
@@ -565,6 +591,17 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
                 .collect()
         })
         .unwrap_or_default();
+    let mut offsets: Vec<f64> = nodes["nodes"]["nodes"]
+        .as_array()
+        .map(|nodes| {
+            nodes
+                .iter()
+                .filter_map(|node| node["clock_offset_ns"].as_f64())
+                .map(|ns| ns / 1e3)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut offset_error: Vec<f64> = offsets.iter().map(|us| us.abs()).collect();
     let us = |key: &str| skew[key].as_f64().map(|s| s * 1e6);
     let steady = Steady {
         window_s: cpu.seconds,
@@ -583,6 +620,11 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
             - before[2],
         cpu,
         clock_uncertainty_us: Percentiles::of(&mut uncertainty),
+        clock_offset_error_us: Percentiles::of(&mut offset_error),
+        clock_offset_us: Percentiles::of(&mut offsets),
+        schedules_received: Counters::get(&counters.schedules) - before[4],
+        timer_fifo: Counters::get(&counters.timer_fifo) > 0,
+        heartbeats_kernel_stamped: Counters::get(&counters.heartbeats_kernel_stamped) - before[5],
     };
     progress(&format!(
         "steady: coordinator skew {}, agents' skew p99 {:.0} µs (told-instant spread p99 {:.0} µs), margin min {:.0} µs, coordinator CPU {:.0} %",

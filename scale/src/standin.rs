@@ -29,15 +29,13 @@ use cosched_proto::wire::{
     stream::{self, WireReader, WireWriter},
 };
 use tokio::{
-    net::{
-        TcpSocket,
-        tcp::{OwnedReadHalf, OwnedWriteHalf},
-    },
+    net::{TcpSocket, tcp::OwnedWriteHalf},
     sync::mpsc::UnboundedReceiver,
     time::{Instant, sleep, sleep_until, timeout},
 };
 
 use crate::{
+    stamped::StampedRead,
     stats::{Counters, Stats},
     timer::{Armed, Fired, SwitchTimer},
 };
@@ -121,6 +119,13 @@ pub async fn run(
     }
 }
 
+/// When a message was read, and when the kernel received its bytes.
+#[derive(Debug, Clone, Copy)]
+struct Received {
+    at_ns: u64,
+    arrived_ns: Option<u64>,
+}
+
 enum Ended {
     Stop,
     Established,
@@ -141,7 +146,7 @@ struct Agent {
     schedules: u64,
 }
 
-type Reader = WireReader<OwnedReadHalf>;
+type Reader = WireReader<StampedRead>;
 type Writer = WireWriter<OwnedWriteHalf>;
 
 impl Agent {
@@ -164,6 +169,7 @@ impl Agent {
         };
         let _ = stream.set_nodelay(true);
         let (reader, writer) = stream.into_split();
+        let reader = StampedRead::new(reader).map_err(|_| "SO_TIMESTAMPNS")?;
         let session = SessionConfig::new(Role::Agent, self.name.clone(), config.secret.clone());
         match timeout(CONNECT_TIMEOUT, stream::initiate(reader, writer, session)).await {
             Ok(Ok(connection)) => Ok((connection.reader, connection.writer)),
@@ -232,10 +238,17 @@ impl Agent {
             tokio::select! {
                 received = reader.recv() => {
                     let received_ns = monotonic_ns();
+                    // When the kernel received the bytes, before they
+                    // waited for this task (the heartbeat's t2).
+                    let arrived_ns = reader
+                        .get_ref()
+                        .last_arrival_ns()
+                        .filter(|&arrived| arrived <= received_ns);
                     last_heard = Instant::now();
                     match received {
                         Ok(Some(message)) => {
-                            if let Err(()) = self.on_message(message, received_ns, &mut writer, stats, timer).await {
+                            let times = Received { at_ns: received_ns, arrived_ns };
+                            if let Err(()) = self.on_message(message, times, &mut writer, stats, timer).await {
                                 break Ended::Established;
                             }
                         }
@@ -287,18 +300,22 @@ impl Agent {
     async fn on_message(
         &mut self,
         message: Message,
-        received_ns: u64,
+        times: Received,
         writer: &mut Writer,
         stats: &Stats,
         timer: &SwitchTimer,
     ) -> Result<(), ()> {
         let counters = &stats.counters;
+        let received_ns = times.at_ns;
         let reply = match message {
             Message::Heartbeat(heartbeat) => {
                 Counters::bump(&counters.coordinator_heartbeats_answered);
+                if times.arrived_ns.is_some() {
+                    Counters::bump(&counters.heartbeats_kernel_stamped);
+                }
                 Some(Message::HeartbeatReply(HeartbeatReply::answering(
                     &heartbeat,
-                    received_ns,
+                    times.arrived_ns.unwrap_or(received_ns),
                     monotonic_ns(),
                 )))
             }
@@ -319,6 +336,7 @@ impl Agent {
             }
             Message::SliceSchedule(schedule) => {
                 Counters::bump(&counters.schedules);
+                stats.report_every(schedule.report_every);
                 self.on_schedule(schedule, received_ns, stats, timer)
             }
             Message::LaunchJob(launch) => {

@@ -75,6 +75,10 @@ pub struct Counters {
     pub switches_stale: AtomicU64,
     /// `SliceSchedule`s received (protocol 1.5).
     pub schedules: AtomicU64,
+    /// 1 when the switch timer runs SCHED_FIFO.
+    pub timer_fifo: AtomicU64,
+    /// Coordinator heartbeats answered with the kernel's receive stamp.
+    pub heartbeats_kernel_stamped: AtomicU64,
 }
 
 impl Counters {
@@ -95,6 +99,9 @@ pub struct Stats {
     samples: Mutex<Samples>,
     /// Samples are kept only while recording (a measurement window).
     recording: AtomicBool,
+    /// The schedules' `report_every` (0: none seen): the slices the
+    /// coordinator measures its own skew on.
+    report_every: AtomicU64,
 }
 
 /// Percentiles of a sample, in the sample's unit.
@@ -133,6 +140,10 @@ pub struct SwitchView {
     pub agents_per_slice: Percentiles,
     /// Spread of the switch instants of each slice, µs.
     pub skew_us: Percentiles,
+    /// The same on report slices only (multiples of the schedules'
+    /// `report_every`): the slices the coordinator's own skew figure is
+    /// measured on, where every stand-in also sends its `SliceSwitched`.
+    pub report_slice_skew_us: Percentiles,
     /// Per slice: the spread of the instants the agents were told (the
     /// part of the skew due to the coordinator's clock-offset estimates;
     /// the rest is late arrival).
@@ -155,6 +166,7 @@ impl Stats {
             slices: Mutex::new(HashMap::new()),
             samples: Mutex::new(Samples::default()),
             recording: AtomicBool::new(false),
+            report_every: AtomicU64::new(0),
         }
     }
 
@@ -227,6 +239,11 @@ impl Stats {
         seen.last_ns = seen.last_ns.max(switched_ns);
     }
 
+    /// A schedule reports one slice in `every`.
+    pub fn report_every(&self, every: u64) {
+        self.report_every.store(every, Ordering::Relaxed);
+    }
+
     pub fn heartbeat_rtt(&self, rtt_ns: u64) {
         if self.recording() {
             self.samples
@@ -242,6 +259,7 @@ impl Stats {
         let slices = self.slices.lock().expect("stats");
         let samples = self.samples.lock().expect("stats");
         let complete: Vec<&SliceSeen> = slices.values().filter(|s| s.switched >= 2).collect();
+        let every = self.report_every.load(Ordering::Relaxed);
         let us = |ns: f64| ns / 1e3;
         SwitchView {
             slices: complete.len(),
@@ -255,6 +273,15 @@ impl Stats {
                 &mut complete
                     .iter()
                     .map(|s| us((s.last_ns - s.first_ns) as f64))
+                    .collect::<Vec<_>>(),
+            ),
+            report_slice_skew_us: Percentiles::of(
+                &mut slices
+                    .iter()
+                    .filter(|((_, slice), seen)| {
+                        seen.switched >= 2 && every > 0 && slice.is_multiple_of(every)
+                    })
+                    .map(|(_, s)| us((s.last_ns - s.first_ns) as f64))
                     .collect::<Vec<_>>(),
             ),
             instant_spread_us: Percentiles::of(

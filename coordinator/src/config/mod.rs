@@ -73,6 +73,12 @@ pub struct Config {
     /// per slice to every agent. Default true.
     #[serde(default = "default_schedule_ahead")]
     pub schedule_ahead: bool,
+    /// A node's schedule is re-announced whenever its clock estimate moves
+    /// until the offset is known to within this many µs (half the round
+    /// trip of its best heartbeat), then only when it moves by more than
+    /// 100 µs. Default 250.
+    #[serde(default = "default_schedule_max_uncertainty_us")]
+    pub schedule_max_uncertainty_us: u64,
     /// Column allocation: `first-fit` (default) or `buddy`.
     #[serde(default = "default_allocation", with = "allocation_name")]
     pub allocation: ColumnAllocation,
@@ -133,6 +139,9 @@ fn default_metrics_listen() -> SocketAddr {
 }
 fn default_schedule_ahead() -> bool {
     true
+}
+fn default_schedule_max_uncertainty_us() -> u64 {
+    cosched_policy::global::ScheduleClockBounds::default().max_uncertainty_ns / 1000
 }
 
 fn default_max_rows() -> usize {

@@ -31,7 +31,7 @@ mod nodes;
 mod rebuild;
 mod rotation;
 mod skew;
-mod slicing;
+pub(crate) mod slicing;
 mod utilization;
 mod views;
 
@@ -42,7 +42,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use cosched_policy::classes::OneLevelGang;
 use cosched_policy::global::{
-    Matrix, MatrixConfig, NodeIndex, PairingConfig, UtilizationPredictor,
+    Matrix, MatrixConfig, NodeIndex, PairingConfig, ScheduleClockBounds, UtilizationPredictor,
 };
 use cosched_proto::wire::{DivisionClass, Message};
 use serde::{Deserialize, Serialize};
@@ -129,6 +129,9 @@ pub struct CoreConfig {
     /// Gang slices announced ahead to agents of protocol 1.5 (see
     /// `slicing`).
     pub schedule_ahead: bool,
+    /// When a node's clock estimate is good enough for a schedule, and when
+    /// its schedule is re-announced.
+    pub schedule_clock: ScheduleClockBounds,
 }
 
 impl From<&Config> for CoreConfig {
@@ -149,6 +152,10 @@ impl From<&Config> for CoreConfig {
             slice_ns: config.slice().as_nanos() as u64,
             classes: config.classes.clone(),
             schedule_ahead: config.schedule_ahead,
+            schedule_clock: ScheduleClockBounds {
+                max_uncertainty_ns: config.schedule_max_uncertainty_us.saturating_mul(1000),
+                ..ScheduleClockBounds::default()
+            },
         }
     }
 }

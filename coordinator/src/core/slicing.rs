@@ -9,12 +9,14 @@
 //! [`REPORT_PERIOD_NS`]. Every slice is still planned here as before and
 //! compared, node by node, with what that node's schedule predicts: a node
 //! whose jobs, rows or switch instant (its clock estimate moved by more
-//! than [`RESCHEDULE_DRIFT_NS`]) differ gets a new schedule from this slice
-//! on. Older agents keep their per-slice `SwitchSlice`s.
+//! than [`ScheduleClockBounds::redrift_ns`]) differ gets a new schedule from
+//! this slice on; while its estimate is not yet certain (see
+//! [`ScheduleClockBounds`]), any move of it is passed on. Older agents keep
+//! their per-slice `SwitchSlice`s.
 
 use std::collections::BTreeSet;
 
-use cosched_policy::global::{JobId, NodeIndex, Slice};
+use cosched_policy::global::{JobId, NodeIndex, OffsetEstimate, ScheduleClockBounds, Slice};
 use cosched_proto::wire::{
     MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched, SwitchSlice,
     UtilReport,
@@ -31,12 +33,10 @@ use crate::policy::GlobalPolicy;
 /// those slices; at least every slice).
 pub const REPORT_PERIOD_NS: u64 = 100_000_000;
 
-/// A node's schedule is re-announced when the instant it predicts for a
-/// slice and the instant the coordinator would tell it now differ by more
-/// than this (a quarter of the 1 ms skew target).
-pub const RESCHEDULE_DRIFT_NS: u64 = 250_000;
-
-/// Whether `schedule` predicts slice `number` of `epoch` as planned now.
+/// Whether `schedule` predicts slice `number` of `epoch` as planned now
+/// (its instant standing against `apply_at_ns`, from the node's current
+/// `estimate`, by `clock`).
+#[allow(clippy::too_many_arguments)]
 pub fn predicts(
     schedule: &SliceSchedule,
     epoch: u64,
@@ -44,6 +44,8 @@ pub fn predicts(
     rows: &[u32],
     active_jobs: &[u32],
     apply_at_ns: u64,
+    estimate: Option<&OffsetEstimate>,
+    clock: &ScheduleClockBounds,
 ) -> bool {
     schedule.epoch == epoch
         && schedule
@@ -51,7 +53,38 @@ pub fn predicts(
             .is_some_and(|entry| entry.rows == rows && entry.active_jobs == active_jobs)
         && schedule
             .apply_at_ns(number)
-            .is_some_and(|predicted| predicted.abs_diff(apply_at_ns) <= RESCHEDULE_DRIFT_NS)
+            .is_some_and(|predicted| clock.still_stands(predicted, apply_at_ns, estimate))
+}
+
+/// How many slices a late loop plans back to back to stay on the grid of
+/// the schedules agents follow (1 s of 10 ms slices); a longer stall starts
+/// a new grid.
+pub const MAX_CATCH_UP_SLICES: u64 = 100;
+
+/// The start of the next switch to plan, when the loop gets to plan it at
+/// `now_ns` with less than half its lead left. With per-slice switches
+/// (`keep_grid` false) the switch is moved to a full lead from now: one
+/// announced late is applied late. Agents on a schedule switch by their
+/// own timers whatever the loop does, and moving the switch would make
+/// every schedule mispredict it and be re-sent at once (1000 schedules at
+/// 1000 agents, a burst that delays the loop again); so with `keep_grid`
+/// the late slice is planned where it is, unless the loop is more than
+/// [`MAX_CATCH_UP_SLICES`] behind.
+pub fn resume_at(
+    next_start_ns: u64,
+    now_ns: u64,
+    lead_ns: u64,
+    slice_ns: u64,
+    keep_grid: bool,
+) -> u64 {
+    let on_time = next_start_ns >= now_ns.saturating_add(lead_ns / 2);
+    let catching_up = keep_grid
+        && next_start_ns.saturating_add(MAX_CATCH_UP_SLICES.saturating_mul(slice_ns)) > now_ns;
+    if on_time || catching_up {
+        next_start_ns
+    } else {
+        now_ns + lead_ns
+    }
 }
 
 /// What [`Core::plan`] did.
@@ -190,6 +223,7 @@ impl Core {
                 && self.nodes[node].knows(MessageKind::SliceSchedule)
             {
                 let active_jobs = active(node);
+                let estimate = self.nodes[node].estimate();
                 let kept = self.nodes[node].schedule.as_ref().filter(|schedule| {
                     predicts(
                         schedule,
@@ -198,6 +232,8 @@ impl Core {
                         rows,
                         &active_jobs,
                         apply_at_ns,
+                        estimate.as_ref(),
+                        &self.config.schedule_clock,
                     )
                 });
                 if let Some(schedule) = kept {
@@ -353,8 +389,63 @@ impl Core {
         )
     }
 
+    /// Whether slices are announced ahead (gang rotation, `schedule_ahead`):
+    /// the plan must then stay on the agents' grid (see [`resume_at`]).
+    pub fn keeps_slice_grid(&self) -> bool {
+        self.config.schedule_ahead && matches!(self.rotation, Rotation::Gang(_))
+    }
+
     /// Slices broadcast in this epoch.
     pub fn slices_sent(&self) -> u64 {
         self.slice_counter
+    }
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use super::{MAX_CATCH_UP_SLICES, resume_at};
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn an_on_time_loop_plans_the_next_slice_where_it_is() {
+        assert_eq!(
+            resume_at(100 * MS, 95 * MS, 5 * MS, 10 * MS, false),
+            100 * MS
+        );
+        assert_eq!(
+            resume_at(100 * MS, 95 * MS, 5 * MS, 10 * MS, true),
+            100 * MS
+        );
+    }
+
+    #[test]
+    fn a_late_loop_moves_per_slice_switches_to_a_full_lead() {
+        assert_eq!(
+            resume_at(100 * MS, 99 * MS, 5 * MS, 10 * MS, false),
+            104 * MS
+        );
+    }
+
+    #[test]
+    fn a_late_loop_keeps_the_grid_of_the_agents_schedules() {
+        // 3 ms late, and even past the slice's start: planned where it is.
+        assert_eq!(
+            resume_at(100 * MS, 99 * MS, 5 * MS, 10 * MS, true),
+            100 * MS
+        );
+        assert_eq!(
+            resume_at(100 * MS, 130 * MS, 5 * MS, 10 * MS, true),
+            100 * MS
+        );
+    }
+
+    #[test]
+    fn a_stall_longer_than_the_catch_up_starts_a_new_grid() {
+        let now = 100 * MS + MAX_CATCH_UP_SLICES * 10 * MS;
+        assert_eq!(
+            resume_at(100 * MS, now, 5 * MS, 10 * MS, true),
+            now + 5 * MS
+        );
     }
 }

@@ -146,6 +146,61 @@ impl OffsetEstimate {
     }
 }
 
+/// How closely a node's slice schedule must follow its clock estimate.
+///
+/// A schedule (slices announced ahead, switched by the agent's own timer)
+/// freezes the estimate of the moment it is sent into every instant it
+/// tells, for as long as it is followed. So a schedule is re-announced
+/// when the instant the current estimate gives differs from the one it
+/// told: by more than `redrift_ns` once the estimate is certain (its
+/// uncertainty, δ/2 of its sample, within `max_uncertainty_ns`), and by
+/// anything at all before that, so every better sample is passed on at
+/// once (at most one message per heartbeat). Falling back to a message per
+/// slice for uncertain nodes instead was measured (docs/scale.md): at 1000
+/// agents it saturates the coordinator, which delays heartbeats, which
+/// keeps every estimate uncertain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleClockBounds {
+    /// Default 250 µs: a quarter of the 1 ms skew target.
+    pub max_uncertainty_ns: u64,
+    /// Default 100 µs.
+    pub redrift_ns: u64,
+}
+
+impl Default for ScheduleClockBounds {
+    fn default() -> Self {
+        Self {
+            max_uncertainty_ns: 250_000,
+            redrift_ns: 100_000,
+        }
+    }
+}
+
+impl ScheduleClockBounds {
+    /// Whether `estimate` is certain enough for a schedule to stand on it
+    /// (none yet: no).
+    pub fn certain(&self, estimate: Option<&OffsetEstimate>) -> bool {
+        estimate.is_some_and(|estimate| estimate.uncertainty_ns <= self.max_uncertainty_ns)
+    }
+
+    /// Whether an instant a schedule told (`told_ns`) still stands against
+    /// the one `estimate` (the current one) gives (`now_ns`), both in the
+    /// agent's clock.
+    pub fn still_stands(
+        &self,
+        told_ns: u64,
+        now_ns: u64,
+        estimate: Option<&OffsetEstimate>,
+    ) -> bool {
+        let tolerance = if self.certain(estimate) {
+            self.redrift_ns
+        } else {
+            0
+        };
+        told_ns.abs_diff(now_ns) <= tolerance
+    }
+}
+
 /// Minimum-RTT offset filter for one agent.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ClockOffsetEstimator {

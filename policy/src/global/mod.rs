@@ -46,7 +46,7 @@ mod tests;
 pub use alternate_scheduling::{alternate_candidates, gang_alternates};
 pub use clock_offset::{
     ClockError, ClockOffsetConfig, ClockOffsetEstimator, HeartbeatTimestamps, OffsetEstimate,
-    OffsetSample,
+    OffsetSample, ScheduleClockBounds,
 };
 pub use column_allocation::{buddy_block_size, choose_columns};
 pub use gang_scheduler::{GangScheduler, gang_row_for_slice};

@@ -130,6 +130,12 @@ pub struct WireReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> WireReader<R> {
+    /// The underlying reader (e.g. to ask when the bytes of the message
+    /// just received arrived).
+    pub fn get_ref(&self) -> &R {
+        &self.buffer.reader
+    }
+
     /// The next authenticated message; `Ok(None)` when the peer closed the
     /// stream between frames. After an error that is not fatal, the bad
     /// frame is skipped and calling again goes on with the next one.

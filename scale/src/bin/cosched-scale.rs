@@ -55,6 +55,10 @@ struct Args {
     pin: String,
     #[arg(long, default_value_t = 1)]
     worker_threads: usize,
+    /// SCHED_FIFO priority of the stand-ins' switch timer thread, as the
+    /// real agent's (`agent_priority`, default 50); 0: SCHED_OTHER.
+    #[arg(long, default_value_t = 50)]
+    timer_fifo_priority: u32,
     /// COSCHED_LOG of the coordinator.
     #[arg(long, default_value = "info")]
     coordinator_log: String,
@@ -94,6 +98,7 @@ fn main() -> anyhow::Result<()> {
         phase_timeout_s: args.phase_timeout_s,
         pin,
         worker_threads: args.worker_threads,
+        timer_fifo_priority: args.timer_fifo_priority,
         coordinator_log: args.coordinator_log,
         keep_log: args.keep_log,
     };

@@ -55,6 +55,7 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         classes: Default::default(),
         // The per-slice protocol; `schedule.rs` tests the schedules.
         schedule_ahead: false,
+        schedule_clock: Default::default(),
     }
 }
 
@@ -193,6 +194,18 @@ fn clock_1ms_ahead(core: &mut Core, node: usize) -> cosched_policy::global::Offs
         t3_ns: 11_025_000,
     };
     core.heartbeat_reply(node, &reply, 10_045_000).unwrap()
+}
+
+/// One quiet heartbeat exchange (20 µs each way) that shows `node`'s clock
+/// equal to the coordinator's: an estimate certain enough for a schedule.
+fn clock_in_step(core: &mut Core, node: usize) {
+    let reply = HeartbeatReply {
+        seq: 1,
+        t1_ns: 10_000_000,
+        t2_ns: 10_020_000,
+        t3_ns: 10_025_000,
+    };
+    core.heartbeat_reply(node, &reply, 10_045_000).unwrap();
 }
 
 fn launches(effects: &[Effect]) -> Vec<(usize, LaunchJob)> {

@@ -15,6 +15,7 @@ fn ahead(nodes: usize, max_rows: usize) -> Core {
     for node in 0..nodes {
         register(&mut core, node, node as u64 + 1);
         inventory(&mut core, node, &[]);
+        clock_in_step(&mut core, node);
     }
     core.take_effects();
     core
@@ -112,6 +113,7 @@ fn an_agent_that_joins_late_gets_its_schedule_at_its_first_slice() {
     assert!(sent(&plan(&mut core, 1)).is_empty());
     register(&mut core, 1, 7);
     inventory(&mut core, 1, &[]);
+    clock_in_step(&mut core, 1);
     core.take_effects();
     let joined = schedules(&plan(&mut core, 2));
     assert_eq!(joined.len(), 1);
@@ -139,8 +141,8 @@ fn an_agent_whose_clock_offset_moves_is_re_announced_in_its_clock() {
     let wobble = HeartbeatReply {
         seq: 2,
         t1_ns: 20_000_000,
-        t2_ns: 21_120_000,
-        t3_ns: 21_125_000,
+        t2_ns: 21_060_000,
+        t3_ns: 21_065_000,
     };
     core.heartbeat_reply(1, &wobble, 20_045_000).unwrap();
     core.take_effects();
@@ -158,6 +160,7 @@ fn an_agent_of_protocol_1_4_still_gets_a_switch_every_slice() {
     register_speaking(&mut core, 1, 2, ProtocolVersion { major: 1, minor: 4 });
     for node in 0..2 {
         inventory(&mut core, node, &[]);
+        clock_in_step(&mut core, node);
     }
     submit(&mut core, job("a", 2));
     core.take_effects();
@@ -212,4 +215,59 @@ fn idle_ends_the_schedules_with_a_switch() {
     let idle = switches(&plan(&mut core, 1));
     assert_eq!(idle.len(), 1);
     assert!(idle[0].1.rows.is_empty());
+}
+
+#[test]
+fn an_uncertain_clock_estimate_is_passed_on_at_every_move_until_certain() {
+    let mut core = Core::new(CoreConfig {
+        schedule_ahead: true,
+        ..config(2, GlobalPolicy::Gang)
+    })
+    .unwrap();
+    for node in 0..2 {
+        register(&mut core, node, node as u64 + 1);
+        inventory(&mut core, node, &[]);
+    }
+    clock_in_step(&mut core, 0);
+    let reply = |seq, t1_ns, t2_ns, t3_ns| HeartbeatReply {
+        seq,
+        t1_ns,
+        t2_ns,
+        t3_ns,
+    };
+    // Node 1's only exchange queued 2 ms behind a burst: its offset
+    // (500 µs) is known to ±1 ms.
+    let queued = core
+        .heartbeat_reply(1, &reply(1, 10_000_000, 11_520_000, 11_525_000), 12_045_000)
+        .unwrap();
+    assert_eq!(
+        (queued.offset_ns, queued.uncertainty_ns),
+        (500_000, 1_020_000)
+    );
+    submit(&mut core, job("a", 2));
+    core.take_effects();
+    let first = schedules(&plan(&mut core, 0));
+    assert_eq!(first.len(), 2);
+    assert_eq!(first[1].1.first_apply_at_ns, NOW_NS + 500_000);
+    assert!(sent(&plan(&mut core, 1)).is_empty());
+    // A slightly better sample, still uncertain, moves it by 10 µs: far
+    // below the re-drift of a certain estimate, but passed on.
+    core.heartbeat_reply(1, &reply(2, 20_000_000, 21_500_000, 21_505_000), 22_025_000)
+        .unwrap();
+    let moved = schedules(&plan(&mut core, 2));
+    assert_eq!(moved.len(), 1);
+    assert_eq!(
+        moved[0].1.first_apply_at_ns,
+        NOW_NS + 2 * SLICE_NS + 490_000
+    );
+    // A quiet exchange: node 1 is in step after all, and now certain.
+    core.heartbeat_reply(1, &reply(3, 30_000_000, 30_020_000, 30_025_000), 30_045_000)
+        .unwrap();
+    let certain = schedules(&plan(&mut core, 3));
+    assert_eq!(certain.len(), 1);
+    assert_eq!(certain[0].1.first_apply_at_ns, NOW_NS + 3 * SLICE_NS);
+    // From now on a 60 µs wobble is not worth a message.
+    core.heartbeat_reply(1, &reply(4, 40_000_000, 40_080_000, 40_085_000), 40_045_000)
+        .unwrap();
+    assert!(sent(&plan(&mut core, 4)).is_empty());
 }

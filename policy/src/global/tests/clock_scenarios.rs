@@ -1,6 +1,8 @@
 //! Clock offset estimation from heartbeat exchanges.
 
-use crate::global::{ClockError, ClockOffsetConfig, ClockOffsetEstimator, HeartbeatTimestamps};
+use crate::global::{
+    ClockError, ClockOffsetConfig, ClockOffsetEstimator, HeartbeatTimestamps, ScheduleClockBounds,
+};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -181,4 +183,91 @@ fn far_apart_clocks_are_handled_without_overflow() {
     }
     .sample();
     assert_eq!(sample, Err(ClockError::OffsetOutOfRange));
+}
+
+#[test]
+fn a_burst_of_late_heartbeats_does_not_move_the_offset() {
+    let true_offset = 3 * MS as i64;
+    let mut estimator = ClockOffsetEstimator::default();
+    // A quiet exchange first: 40 µs round trip.
+    estimator
+        .record(exchange(1_000 * MS, true_offset, 20 * US, 5 * US, 20 * US))
+        .unwrap();
+    // Then a switch burst: replies queue behind it for milliseconds, one
+    // way only (each alone would put the offset 1-4 ms off).
+    for i in 1..8 {
+        let estimate = estimator
+            .record(exchange(
+                (1_000 + i * 20) * MS,
+                true_offset,
+                20 * US,
+                5 * US,
+                i * MS / 2 + 20 * US,
+            ))
+            .unwrap();
+        assert_eq!(estimate.offset_ns, true_offset, "late reply {i}");
+        assert_eq!(estimate.uncertainty_ns, 20 * US);
+    }
+}
+
+#[test]
+fn an_uncertain_estimate_is_followed_exactly_and_a_certain_one_within_the_redrift() {
+    let bounds = ScheduleClockBounds {
+        max_uncertainty_ns: 250 * US,
+        redrift_ns: 100 * US,
+    };
+    let slice_at = 2_000 * MS;
+    let mut estimator = ClockOffsetEstimator::default();
+    assert!(
+        !bounds.certain(estimator.estimate().as_ref()),
+        "no estimate yet"
+    );
+    // Registration burst: 2 ms round trips, the offset is only known to ±1 ms.
+    let uncertain = estimator
+        .record(exchange(1_000 * MS, 0, 1_500 * US, 10 * US, 500 * US))
+        .unwrap();
+    assert_eq!(uncertain.uncertainty_ns, MS);
+    assert!(!bounds.certain(Some(&uncertain)));
+    // A slightly better sample moves the instant by 10 µs: passed on.
+    let better = estimator
+        .record(exchange(1_100 * MS, 0, 1_500 * US, 10 * US, 480 * US))
+        .unwrap();
+    assert_eq!(better.offset_ns - uncertain.offset_ns, 10 * US as i64);
+    assert!(!bounds.still_stands(
+        uncertain.to_agent_clock(slice_at),
+        better.to_agent_clock(slice_at),
+        Some(&better)
+    ));
+    // A quiet exchange: ±50 µs, certain; what the uncertain one told
+    // (500 µs off) does not stand.
+    let certain = estimator
+        .record(exchange(1_500 * MS, 0, 50 * US, 10 * US, 50 * US))
+        .unwrap();
+    assert!(bounds.certain(Some(&certain)));
+    assert!(!bounds.still_stands(
+        better.to_agent_clock(slice_at),
+        certain.to_agent_clock(slice_at),
+        Some(&certain)
+    ));
+}
+
+#[test]
+fn a_better_sample_moving_the_instant_less_than_the_redrift_keeps_the_schedule() {
+    let bounds = ScheduleClockBounds::default();
+    let mut estimator = ClockOffsetEstimator::default();
+    let first = estimator
+        .record(exchange(1_000 * MS, 0, 150 * US, 10 * US, 50 * US))
+        .unwrap();
+    assert!(bounds.certain(Some(&first)));
+    let better = estimator
+        .record(exchange(1_500 * MS, 0, 20 * US, 10 * US, 20 * US))
+        .unwrap();
+    assert_eq!(first.offset_ns - better.offset_ns, 50 * US as i64);
+    let slice_at = 2_000 * MS;
+    assert!(bounds.still_stands(
+        first.to_agent_clock(slice_at),
+        better.to_agent_clock(slice_at),
+        Some(&better)
+    ));
+    assert!(!bounds.still_stands(slice_at, slice_at + bounds.redrift_ns + 1, Some(&better)));
 }
