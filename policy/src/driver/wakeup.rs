@@ -57,7 +57,9 @@ mod tests {
                 for boost_computing in [false, true] {
                     let i = WakeInterest::of(&config(kind, end_on_wait, boost_computing));
                     let dcs = matches!(kind, P::Dcs | P::DcsSb);
+                    let pb = matches!(kind, P::Pb | P::PbSb);
                     let want_arrivals = match (dcs, boost_computing) {
+                        (false, _) if pb => offcpu_arrival::WAITING,
                         (false, _) => offcpu_arrival::OFF,
                         (true, false) => offcpu_arrival::WAITING,
                         (true, true) => offcpu_arrival::READY,

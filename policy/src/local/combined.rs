@@ -60,6 +60,13 @@ pub struct DynamicCoscheduler {
     pub(crate) levels: LevelBook,
     /// When the next PB decision is due.
     pub(crate) next_period_at: Option<u64>,
+    /// PB: the kernel reported an arrival for a task that was not running
+    /// since the last tick: the next decision takes a fresh look even if
+    /// the last view showed no spinner.
+    pub(crate) pb_arrival_reported: bool,
+    /// PB: whether a decision could act, as of the last event
+    /// ([`Self::pb_has_work`]).
+    pub(crate) pb_work: bool,
     /// Jobs of boosted tasks forgotten since the last event: `forget` has no
     /// time, so their boost is charged until the next event (never less than
     /// it really lasted).
@@ -82,6 +89,8 @@ impl DynamicCoscheduler {
             budget: FairnessBudget::new(fairness),
             levels: LevelBook::default(),
             next_period_at: None,
+            pb_arrival_reported: false,
+            pb_work: false,
             forgotten_boosts: Vec::new(),
             dcs_yield_ns: None,
             yields: BTreeMap::new(),
@@ -125,19 +134,27 @@ impl DynamicCoscheduler {
         policy
     }
 
-    /// Is there anything for a PB decision: a spinner, or a periodic boost
-    /// to renew or end?
-    fn pb_has_work(&self) -> bool {
-        self.tasks.values().any(|m| {
-            m.obs.spin.is_some()
-                || matches!(
-                    m.hold,
-                    Hold::Boosted {
-                        source: BoostSource::Periodic,
-                        ..
-                    }
-                )
-        })
+    /// Can a PB decision act: a periodic boost to renew or end, an arrival
+    /// for a task that was not running reported since the last tick, or a
+    /// CPU whose task spins with nothing to do while another task could use
+    /// it ([`Self::pb_candidates`])? Only then is the period asked for: MPI
+    /// ranks always spin, and a decision per period whenever one spins
+    /// preempted a rank every millisecond on its single CPU for nothing —
+    /// the agent's wake-up made the kernel pick again, mostly the other job
+    /// (docs/benchmarks.md, "PB on real MPI").
+    fn pb_has_work(&mut self) -> bool {
+        let boosted = self.tasks.values().any(|m| {
+            matches!(
+                m.hold,
+                Hold::Boosted {
+                    source: BoostSource::Periodic,
+                    ..
+                }
+            )
+        });
+        boosted
+            || self.pb_arrival_reported
+            || (!self.pb_spinners().is_empty() && !self.pb_candidates().is_empty())
     }
 
     fn add(&mut self, task: TaskId, job: JobId, out: &mut Vec<Action>) {
@@ -416,6 +433,7 @@ impl DynamicCoscheduler {
             && self.next_period_at.is_none_or(|due| now >= due)
         {
             self.periodic_decision(rule, out);
+            self.pb_arrival_reported = false;
             self.next_period_at = Some(match self.next_period_at {
                 Some(due) if now < due.saturating_add(rule.period_ns) => due + rule.period_ns,
                 _ => now.saturating_add(rule.period_ns),
@@ -449,6 +467,7 @@ impl LocalPolicy for DynamicCoscheduler {
                 let now = self.now;
                 if let Some(managed) = self.tasks.get_mut(&task) {
                     managed.obs.message_arrived(now, on_cpu, spinning);
+                    self.pb_arrival_reported |= self.rules.periodic.is_some() && !on_cpu;
                     self.on_message(task, on_cpu, out);
                 }
             }
@@ -474,6 +493,7 @@ impl LocalPolicy for DynamicCoscheduler {
             self.next_period_at = Some((self.now / period + 1) * period);
         }
         self.advance(matches!(event, Event::Tick { .. }), out);
+        self.pb_work = self.rules.periodic.is_some() && self.pb_has_work();
     }
 
     fn next_wakeup(&self) -> Option<u64> {
@@ -512,11 +532,11 @@ impl LocalPolicy for DynamicCoscheduler {
                 }
             }
         }
-        if self.rules.periodic.is_some() && self.pb_has_work() {
-            // A PB decision acts only on a spinner (or ends its own boost):
-            // with neither, the driver's tick sees the next spin start and no
-            // period is asked for. A decision that came due at a derived
-            // event waits for the tick: due now.
+        if self.pb_work {
+            // A PB decision acts only on a spinner next to a task with work
+            // (or ends its own boost): with neither, the driver's quiet tick
+            // or a reported arrival brings the next one. A decision that came
+            // due at a derived event waits for the tick: due now.
             consider(Some(self.next_period_at.unwrap_or(self.now).max(self.now)));
         }
         next
@@ -557,18 +577,18 @@ impl LocalPolicy for DynamicCoscheduler {
     /// spin passes it, when the threshold is priced for how the task is
     /// woken (SB, PB-SB and DCS-SB boost it; SY's threshold is the cost of
     /// its boost-less wake); a learned one differs per task (the fast tick
-    /// finds it), and PB decides at its ticks. SB without `wake_boost`
+    /// finds it). PB asks for its period itself, only while a decision can
+    /// act (`pb_has_work`), and hears of arrivals for ranks preempted while
+    /// waiting from the kernel side. SB without `wake_boost`
     /// keeps a threshold priced for a boosted wake: it is not told of long
     /// spins ([`WakeInterest::of`](super::WakeInterest::of)) and finds its
     /// spinners at the fast tick (measured for SY at 500 µs: held exactly
     /// at the threshold, its spinning job next to a compute job ran 2.8x
     /// slower, docs/benchmarks.md).
     fn needs_spin_ticks(&self) -> bool {
-        self.rules.periodic.is_some()
-            || self
-                .rules
-                .spin_wait
-                .as_ref()
-                .is_some_and(|r| r.learning.is_some() || !r.reported)
+        self.rules
+            .spin_wait
+            .as_ref()
+            .is_some_and(|r| r.learning.is_some() || !r.reported)
     }
 }

@@ -50,17 +50,21 @@ impl WakeInterest {
         long_spin_ns: 0,
     };
 
-    /// What `cfg`'s policy needs. Only DCS and DCS-SB decide on an arrival
-    /// for a ready receiver (the boost is their whole point); the others read
-    /// arrivals at their tick, and are told of every arrival for a task they
-    /// hold back through [`TaskWatch::held`].
+    /// What `cfg`'s policy needs. DCS and DCS-SB decide on an arrival for a
+    /// ready receiver (the boost is their whole point); PB and PB-SB are told
+    /// of an arrival for a receiver preempted while it waited (the task a
+    /// periodic decision prefers) instead of deciding at a fast tick; the
+    /// others read arrivals at their tick, and are told of every arrival for
+    /// a task they hold back through [`TaskWatch::held`].
     pub fn of(cfg: &LocalPolicyConfig) -> Self {
         let dcs = matches!(cfg.kind, PolicyKind::Dcs | PolicyKind::DcsSb);
+        let pb = matches!(cfg.kind, PolicyKind::Pb | PolicyKind::PbSb);
         if cfg.kind == PolicyKind::Local {
             return Self::NOTHING;
         }
         WakeInterest {
             off_cpu_arrivals: match (dcs, cfg.dcs.boost_computing) {
+                (false, _) if pb => OffCpuArrivals::WhileWaiting,
                 (false, _) => OffCpuArrivals::Never,
                 (true, false) => OffCpuArrivals::WhileWaiting,
                 (true, true) => OffCpuArrivals::WhileReady,
@@ -162,7 +166,8 @@ mod tests {
                             },
                             end_on_wait,
                         ),
-                        P::Sb | P::Sy | P::Pb | P::PbSb | P::Fcs => (Never, true),
+                        P::Pb | P::PbSb => (WhileWaiting, true),
+                        P::Sb | P::Sy | P::Fcs => (Never, true),
                         _ => unreachable!(),
                     };
                     assert_eq!(
@@ -198,8 +203,9 @@ mod tests {
     /// Ranks of real MPI jobs always spin: a policy that acts on a fixed spin
     /// threshold and boosts the task it wakes hears of the spin that passed
     /// it from the kernel side and needs no fast tick; a learned threshold,
-    /// PB's period, FCS's counting in gang slots and SB's 500 µs without its
-    /// wake boost still use the tick.
+    /// FCS's counting in gang slots and SB's 500 µs without its wake boost
+    /// still use the tick. PB asks for its period itself while a decision
+    /// can act.
     #[test]
     fn a_fixed_spin_threshold_is_reported_by_the_kernel_so_no_spin_tick_is_needed() {
         use crate::local::LocalPolicy as _;
@@ -214,9 +220,9 @@ mod tests {
             };
             assert_eq!(got, want, "{kind:?}");
             let ticks = crate::local::build_policy(&c).unwrap().needs_spin_ticks();
-            // FCS without gang slots acts on nothing; PB decides at its
-            // period.
-            let want_ticks = matches!(kind, P::Local | P::Pb | P::PbSb);
+            // FCS without gang slots acts on nothing; PB asks for its
+            // period while a decision can act.
+            let want_ticks = kind == P::Local;
             assert_eq!(ticks, want_ticks, "{kind:?}");
         }
         let mut c = LocalPolicyConfig::for_kind(P::Sb);

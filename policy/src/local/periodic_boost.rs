@@ -110,11 +110,10 @@ impl DynamicCoscheduler {
         Self::with_rules(PolicyKind::Pb, rules, fairness)
     }
 
-    /// One PB decision at `self.now`.
-    pub(crate) fn periodic_decision(&mut self, rule: PeriodicRule, out: &mut Vec<Action>) {
+    /// Who could use a CPU now: free (or boosted by the last decision), not
+    /// running, with work to do, and with budget left.
+    pub(crate) fn pb_candidates(&mut self) -> BTreeMap<TaskId, Usefulness> {
         let now = self.now;
-        // Who could use a CPU now: free (or boosted by the last decision), not
-        // running, with work to do, and with budget left.
         let mut candidates = BTreeMap::new();
         for (&task, managed) in &self.tasks {
             let eligible_hold = match managed.hold {
@@ -136,8 +135,12 @@ impl DynamicCoscheduler {
                 candidates.insert(task, Usefulness::Computing);
             }
         }
-        let spinners: Vec<TaskId> = self
-            .cpus
+        candidates
+    }
+
+    /// The tasks running on a CPU while they spin with nothing to do.
+    pub(crate) fn pb_spinners(&self) -> Vec<TaskId> {
+        self.cpus
             .iter()
             .map(|(_, task)| task)
             .filter(|t| {
@@ -145,7 +148,13 @@ impl DynamicCoscheduler {
                     .get(t)
                     .is_some_and(|m| m.obs.on_cpu && m.obs.waiting_idle())
             })
-            .collect();
+            .collect()
+    }
+
+    /// One PB decision at `self.now`.
+    pub(crate) fn periodic_decision(&mut self, rule: PeriodicRule, out: &mut Vec<Action>) {
+        let candidates = self.pb_candidates();
+        let spinners = self.pb_spinners();
         let mut chosen: Vec<TaskId> = Vec::new();
         for spinner in spinners {
             let pick = pick_round_robin(&self.ring, spinner, |t| {

@@ -194,7 +194,9 @@ fn periodic_boost_asks_for_no_tick_while_nothing_spins() {
     let mut h = Harness::of_kind(PolicyKind::Pb);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
-    h.run(T1, 0, 0); // computing
+    h.run(T2, 0, 0);
+    h.preempt(T2, us(10)); // preempted while computing
+    h.run(T1, 0, us(10)); // computing
     assert_eq!(
         h.policy.next_wakeup(),
         None,
@@ -202,4 +204,83 @@ fn periodic_boost_asks_for_no_tick_while_nothing_spins() {
     );
     h.spin(T1, us(300));
     assert_eq!(h.policy.next_wakeup(), Some(ms(1)), "on the period grid");
+}
+
+/// Two ranks of two jobs on CPU 0, as on a fully subscribed node of real
+/// MPI: T1 (job A) runs and waits for its peer, T2 (job B) was preempted
+/// while it waited for its own.
+fn both_ranks_waiting(kind: PolicyKind) -> Harness {
+    let mut h = Harness::of_kind(kind);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    h.spin(T2, us(50));
+    h.preempt(T2, us(100));
+    h.run(T1, 0, us(100));
+    h.spin(T1, us(150));
+    h
+}
+
+/// Ranks of real MPI always spin: a decision per period whenever one spins
+/// preempted a rank on its CPU every millisecond for nothing (the agent's
+/// wake-up makes the kernel pick again, mostly the other job). With
+/// nobody else able to use the CPU, PB asks for no period at all.
+#[test]
+fn ranks_that_all_wait_for_messages_ask_for_no_periodic_decision() {
+    let mut h = both_ranks_waiting(PolicyKind::Pb);
+    assert_eq!(h.policy.next_wakeup(), None, "nothing a decision could do");
+    h.advance_to(ms(20));
+    assert!(h.log.is_empty(), "no boost, no wake-up: {:?}", h.log);
+    assert!(
+        !h.policy.needs_spin_ticks(),
+        "no fast tick for spinners either"
+    );
+}
+
+/// The message of the rank preempted while it waited comes (the kernel
+/// reports it): the next decision, within a period, gives it the CPU of
+/// the rank that still spins — and then no more periods are asked for
+/// once both wait again.
+#[test]
+fn a_message_for_a_rank_preempted_while_waiting_brings_a_decision_within_a_period() {
+    let mut h = both_ranks_waiting(PolicyKind::Pb);
+    h.advance_to(ms(5));
+    let arrived = ms(5) + us(300);
+    h.arrive(T2, arrived, false);
+    let due = h.policy.next_wakeup().expect("a decision is asked for");
+    assert!(
+        (arrived..=arrived + ms(1)).contains(&due),
+        "within a period of the arrival: {due}"
+    );
+    h.advance_to(due);
+    assert_eq!(periodic_boosts(&h), vec![(due, T2)]);
+    // T2 takes the CPU, reads its message, answers and waits again: the
+    // boost ends there; both wait, so PB is quiet again.
+    h.preempt(T1, due + us(10));
+    h.run(T2, 0, due + us(10));
+    h.receive(T2, due + us(20));
+    h.spin(T2, due + us(60));
+    assert_eq!(h.level(T2), Level::Normal);
+    h.advance_to(due + ms(1) + us(1));
+    assert_eq!(
+        h.last(T2),
+        Some((due + us(60), Level::Normal, Reason::BoostEndWaiting))
+    );
+    assert_eq!(h.policy.next_wakeup(), None, "both wait: nothing to decide");
+}
+
+/// The kernel side reports arrivals for a receiver preempted while it
+/// waited to PB and PB-SB (the task a decision prefers), so they need no
+/// fast tick to find it.
+#[test]
+fn periodic_boost_hears_of_arrivals_for_ranks_preempted_while_waiting() {
+    use crate::local::{LocalPolicyConfig, OffCpuArrivals, WakeInterest};
+    for kind in [PolicyKind::Pb, PolicyKind::PbSb] {
+        let interest = WakeInterest::of(&LocalPolicyConfig::for_kind(kind));
+        assert_eq!(
+            interest.off_cpu_arrivals,
+            OffCpuArrivals::WhileWaiting,
+            "{kind:?}"
+        );
+    }
 }
