@@ -6,36 +6,20 @@ lasted, how soon the rank got the CPU), what each boost displaced (the rank
 of the other job on the CPU: spinning or not, and whether its own peer on
 the other node was on CPU at that moment, i.e. whether the boost broke a
 co-run), and per job the co-run share."""
-import bisect, collections, json, sys
+import bisect, collections, sys
 
+from mpi_timeline import load, pct, print_co_runs, ranks, runs as runs_on_cpu, sorted_switches
 
-def pct(xs, p):
-    if not xs:
-        return float('nan')
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-
-d = json.load(open(sys.argv[1] + '/timeline.json'))
-t0 = max(n['start_ns'] for n in d)
-t1 = min(n['end_ns'] for n in d)
+d, t0, t1 = load(sys.argv[1])
 runs_of, rank_of, spins_of = {}, {}, {}
 for n in d:
-    sw = sorted(n['switches'], key=lambda s: s['ts_ns'])
-    cnt = collections.Counter((s['next_tid'], s['next_job']) for s in sw if s['next_job'])
-    for (tid, job), _ in cnt.most_common():
-        rank_of.setdefault((n['node'], job), tid)
+    sw = sorted_switches(n)
+    for job, tid in ranks(sw).items():
+        rank_of[(n['node'], job)] = tid
     for (node, job), tid in rank_of.items():
         if node != n['node']:
             continue
-        ins = [s['ts_ns'] for s in sw if s['next_tid'] == tid]
-        outs = [s['ts_ns'] for s in sw if s['prev_tid'] == tid]
-        runs = []
-        for t in ins:
-            o = next((u for u in outs if u > t), None)
-            if o:
-                runs.append((t, o))
-        runs_of[(node, job)] = runs
+        _, runs_of[(node, job)] = runs_on_cpu(sw, tid)
         sp = sorted((s['ts_ns'], s['start']) for s in n['spins'] if s['tid'] == tid)
         spins_of[(node, job)] = sp
     changes = sum(1 for a, b in zip(
@@ -92,19 +76,4 @@ for n in d:
             print(f"    {k}: {v}")
 
 
-def overlap(a, b):
-    i = j = tot = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0], t0), min(a[i][1], b[j][1], t1)
-        tot += max(0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tot
-
-
-for job in sorted({j for _, j in runs_of}):
-    if len(nodes) == 2 and all((nd, job) in runs_of for nd in nodes):
-        co = overlap(runs_of[(nodes[0], job)], runs_of[(nodes[1], job)]) / (t1 - t0)
-        print(f"job {job}: co-run {co:.2f} of the recording")
+print_co_runs(runs_of, nodes, t0, t1)

@@ -6,32 +6,16 @@ DCS-SB): how long it had spun when held, how long the hold lasted, how the
 hold ended (back to normal or boosted), whether the rank ran while held, and
 how long after the hold ended it got its CPU back; then per job the share of
 time both its ranks were on CPU at once (co-run)."""
-import collections, json, sys
+import collections, sys
 
+from mpi_timeline import load, pct, print_co_runs, ranks, runs as runs_on_cpu, sorted_switches
 
-def pct(xs, p):
-    if not xs:
-        return float('nan')
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-
-d = json.load(open(sys.argv[1] + '/timeline.json'))
+d, t0, t1 = load(sys.argv[1])
 runs_of = {}
 for n in d:
-    sw = sorted(n['switches'], key=lambda s: s['ts_ns'])
-    cnt = collections.Counter((s['next_tid'], s['next_job']) for s in sw if s['next_job'])
-    ranks = {}
-    for (tid, job), _ in cnt.most_common():
-        ranks.setdefault(job, tid)
-    for job, tid in sorted(ranks.items()):
-        ins = [s['ts_ns'] for s in sw if s['next_tid'] == tid]
-        outs = [s['ts_ns'] for s in sw if s['prev_tid'] == tid]
-        runs = []
-        for t in ins:
-            o = next((u for u in outs if u > t), None)
-            if o:
-                runs.append((t, o))
+    sw = sorted_switches(n)
+    for job, tid in sorted(ranks(sw).items()):
+        ins, runs = runs_on_cpu(sw, tid)
         runs_of[(n['node'], job)] = runs
         acts = sorted((a for a in n['actions'] if a['tid'] == tid), key=lambda a: a['ts_ns'])
         starts = [s['ts_ns'] for s in n['spins'] if s['tid'] == tid and s['start']]
@@ -58,24 +42,4 @@ for n in d:
             print(f"    ended {k[0]}, {k[1]}: {v}")
         for how, v in sorted(back.items()):
             print(f"    hold ended {how} -> on CPU: p50 {pct(v, .5):.0f} / p90 {pct(v, .9):.0f} us ({len(v)})")
-t0 = max(n['start_ns'] for n in d)
-t1 = min(n['end_ns'] for n in d)
-
-
-def overlap(a, b):
-    i = j = tot = 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0], t0), min(a[i][1], b[j][1], t1)
-        tot += max(0, hi - lo)
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return tot
-
-
-nodes = [n['node'] for n in d]
-for job in sorted({j for _, j in runs_of}):
-    if len(nodes) == 2 and all((nd, job) in runs_of for nd in nodes):
-        co = overlap(runs_of[(nodes[0], job)], runs_of[(nodes[1], job)]) / (t1 - t0)
-        print(f"job {job}: co-run {co:.2f} of the recording")
+print_co_runs(runs_of, [n['node'] for n in d], t0, t1)
