@@ -18,7 +18,7 @@ use std::{
 
 use cosched_proto::wire::{
     Heartbeat, Message, monotonic_ns,
-    stamped::StampedRead,
+    stamped::{ReadTimes, StampedRead},
     stream::{self, Connection},
 };
 use support::{agent_config, coordinator_config};
@@ -155,4 +155,26 @@ async fn messages_that_arrive_together_carry_that_read_s_arrival() {
     // reads.
     assert!(first_ns <= second_ns);
     assert!(second_ns < before_read, "{second_ns} >= {before_read}");
+}
+
+#[tokio::test]
+async fn a_stream_the_kernel_cannot_stamp_gives_the_read_time() {
+    let (agent_end, coordinator_end) = tokio::io::duplex(4096);
+    let (agent_read, agent_write) = tokio::io::split(agent_end);
+    let (coordinator_read, coordinator_write) = tokio::io::split(coordinator_end);
+    let (agent, coordinator) = tokio::join!(
+        stream::initiate(agent_read, agent_write, agent_config()),
+        stream::accept(
+            ReadTimes::new(coordinator_read),
+            coordinator_write,
+            coordinator_config()
+        ),
+    );
+    let (mut agent, mut coordinator) = (agent.unwrap(), coordinator.unwrap());
+    agent.writer.send(&heartbeat(5)).await.unwrap();
+    sleep(Duration::from_millis(20)).await;
+    let before_read = monotonic_ns();
+    let (message, arrived_ns) = coordinator.reader.recv_stamped().await.unwrap().unwrap();
+    assert_eq!(message, heartbeat(5));
+    assert!(arrived_ns >= before_read, "{arrived_ns} < {before_read}");
 }

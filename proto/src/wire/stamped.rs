@@ -10,7 +10,8 @@
 //! with task stamps, ±17 µs with the kernel's).
 //!
 //! [`arrival_ns`] is the pure part (clock conversion and fallback);
-//! [`StampedRead`] the socket reader; [`ArrivalStamp`] what
+//! [`StampedRead`] the socket reader ([`ReadTimes`]: any reader, stamped
+//! with its read times); [`ArrivalStamp`] what
 //! [`super::stream::WireReader::recv_stamped`] asks of a reader.
 
 use std::{
@@ -117,6 +118,45 @@ impl StampedRead {
 impl ArrivalStamp for StampedRead {
     fn last_arrival_ns(&self) -> Option<u64> {
         self.last_arrival_ns
+    }
+}
+
+/// Any reader, with each read's arrival taken as its read time: for
+/// streams the kernel cannot stamp (in-memory pipes in tests).
+#[derive(Debug)]
+pub struct ReadTimes<R> {
+    inner: R,
+    last_read_ns: Option<u64>,
+}
+
+impl<R> ReadTimes<R> {
+    pub fn new(inner: R) -> Self {
+        Self {
+            inner,
+            last_read_ns: None,
+        }
+    }
+}
+
+impl<R> ArrivalStamp for ReadTimes<R> {
+    fn last_arrival_ns(&self) -> Option<u64> {
+        self.last_read_ns
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for ReadTimes<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        ready!(Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        if buf.filled().len() > before {
+            this.last_read_ns = Some(monotonic_ns());
+        }
+        Poll::Ready(Ok(()))
     }
 }
 
