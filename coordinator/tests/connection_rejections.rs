@@ -14,6 +14,7 @@ use cosched_coordinator::{
 };
 use cosched_proto::wire::{
     Inbound, Message, Register, Role, Session, SessionConfig, SharedSecret, SliceSwitched,
+    stamped::ReadTimes,
 };
 use tokio::{
     io::{AsyncReadExt as _, AsyncWriteExt as _, DuplexStream},
@@ -49,6 +50,7 @@ fn start() -> Harness {
     let peer: SocketAddr = "10.0.0.2:5000".parse().unwrap();
     let task = tokio::spawn(async move {
         let (reader, writer) = tokio::io::split(coordinator);
+        let reader = ReadTimes::new(reader);
         serve_connection(reader, writer, peer, 1, &context).await;
     });
     Harness {

@@ -59,6 +59,7 @@
 //! - [`Message`]: the application messages; [`handshake`] payloads stay internal to the session.
 //! - [`SharedSecret`]: the shared secret's text format.
 //! - `stream` (feature `tokio`): async helpers that drive a session on a byte stream.
+//! - `stamped` (feature `tokio`): when received bytes arrived (the kernel's receive stamps).
 
 mod channel;
 pub mod classes;
@@ -77,6 +78,8 @@ mod message;
 mod payload;
 mod secret;
 mod session;
+#[cfg(feature = "tokio")]
+pub mod stamped;
 #[cfg(feature = "tokio")]
 pub mod stream;
 

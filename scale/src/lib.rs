@@ -17,7 +17,6 @@ pub mod admin;
 pub mod fleet;
 pub mod procfs;
 pub mod scenario;
-pub mod stamped;
 pub mod standin;
 pub mod stats;
 pub mod timer;

@@ -26,6 +26,7 @@ use cosched_proto::wire::{
     ClockSample, ExitStatus, Heartbeat, HeartbeatReply, JobExited, JobUtilisation, Message,
     ProgramCheck, ProgramChecked, RanksReaped, ReapedRank, Register, Role, SessionConfig,
     SharedSecret, SliceSchedule, SliceSwitched, SwitchSlice, UtilReport, monotonic_ns,
+    stamped::StampedRead,
     stream::{self, WireReader, WireWriter},
 };
 use tokio::{
@@ -35,7 +36,6 @@ use tokio::{
 };
 
 use crate::{
-    stamped::StampedRead,
     stats::{Counters, Stats},
     timer::{Armed, Fired, SwitchTimer},
 };
@@ -169,7 +169,7 @@ impl Agent {
         };
         let _ = stream.set_nodelay(true);
         let (reader, writer) = stream.into_split();
-        let reader = StampedRead::new(reader).map_err(|_| "SO_TIMESTAMPNS")?;
+        let reader = StampedRead::new(reader);
         let session = SessionConfig::new(Role::Agent, self.name.clone(), config.secret.clone());
         match timeout(CONNECT_TIMEOUT, stream::initiate(reader, writer, session)).await {
             Ok(Ok(connection)) => Ok((connection.reader, connection.writer)),
@@ -236,17 +236,17 @@ impl Agent {
         let mut next_heartbeat = Instant::now() + config.heartbeat_interval;
         let reason = loop {
             tokio::select! {
-                received = reader.recv() => {
+                received = reader.recv_stamped() => {
                     let received_ns = monotonic_ns();
-                    // When the kernel received the bytes, before they
-                    // waited for this task (the heartbeat's t2).
-                    let arrived_ns = reader
-                        .get_ref()
-                        .last_arrival_ns()
-                        .filter(|&arrived| arrived <= received_ns);
                     last_heard = Instant::now();
                     match received {
-                        Ok(Some(message)) => {
+                        Ok(Some((message, arrived_ns))) => {
+                            // When the kernel received the bytes, before
+                            // they waited for this task (the heartbeat's t2).
+                            let arrived_ns = reader
+                                .get_ref()
+                                .last_kernel_stamped()
+                                .then_some(arrived_ns);
                             let times = Received { at_ns: received_ns, arrived_ns };
                             if let Err(()) = self.on_message(message, times, &mut writer, stats, timer).await {
                                 break Ended::Established;

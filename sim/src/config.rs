@@ -49,6 +49,18 @@ pub struct ClusterParams {
     /// (halted: a virtual CPU exits to the hypervisor and back), counted
     /// with the context switch.
     pub idle_wakeup_ns: Ns,
+    /// A woken sleeper whose CPU halted longer than this pays
+    /// `long_halt_wakeup_per_ms_ns` more per ms of halt beyond it, on top of
+    /// `idle_wakeup_ns` (a virtual CPU halted for long wakes more slowly).
+    pub long_halt_after_ns: Ns,
+    /// See `long_halt_after_ns` (0: the idle wakeup is the same for every
+    /// halt).
+    pub long_halt_wakeup_per_ms_ns: Ns,
+    /// A sleep (a job's I/O) of a time-sharing task ends up to this much
+    /// late (the kernel's default timer slack, 50 µs, which a timer on an
+    /// otherwise quiet CPU uses in full); a task at real-time level has none
+    /// (Linux gives real-time and deadline tasks no slack).
+    pub timer_slack_ns: Ns,
     /// CPU time lost before a woken sleeper runs when every CPU of its node
     /// was busy (the wakeup path, its IPI and the preemption of the running
     /// task), counted with the context switch.
@@ -97,6 +109,9 @@ impl Default for ClusterParams {
             sleeper_credit_ns: 3_000_000,
             wakeup_latency_ns: 10_000,
             idle_wakeup_ns: 0,
+            long_halt_after_ns: 0,
+            long_halt_wakeup_per_ms_ns: 0,
+            timer_slack_ns: 0,
             busy_wakeup_ns: 0,
             send_overhead_ns: 2_000,
             recv_overhead_ns: 2_000,
@@ -125,6 +140,17 @@ pub enum TickPhase {
 }
 
 impl ClusterParams {
+    /// What waking a sleeper on a CPU halted for `halt_ns` costs: the idle
+    /// wakeup, and past `long_halt_after_ns` `long_halt_wakeup_per_ms_ns`
+    /// per ms of halt. Measured on this project's VM
+    /// (`sim/calibration/sleep_overshoot_sweep.sh`: median lateness of a
+    /// sleep on an idle CPU less on a busy one): 9–13 µs after halts of
+    /// 0.1–2 ms, then 20, 32, 57 and 72 µs after 3, 5, 7.5 and 10 ms.
+    pub fn idle_wakeup_after(&self, halt_ns: Ns) -> Ns {
+        let long = halt_ns.saturating_sub(self.long_halt_after_ns);
+        self.idle_wakeup_ns + long * self.long_halt_wakeup_per_ms_ns / 1_000_000
+    }
+
     /// Transfer time of `bytes` at the link bandwidth.
     pub fn transfer_ns(&self, bytes: u64) -> Ns {
         if self.net_bandwidth_bytes_per_s <= 0.0 {
@@ -204,4 +230,32 @@ impl Default for SchedParams {
 pub struct SimConfig {
     pub cluster: ClusterParams,
     pub sched: SchedParams,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_halt_costs_more_to_wake_from_per_ms_past_the_threshold() {
+        let params = ClusterParams {
+            idle_wakeup_ns: 16_000,
+            long_halt_after_ns: 2_000_000,
+            long_halt_wakeup_per_ms_ns: 7_300,
+            ..ClusterParams::default()
+        };
+        assert_eq!(params.idle_wakeup_after(100_000), 16_000);
+        assert_eq!(params.idle_wakeup_after(2_000_000), 16_000);
+        assert_eq!(params.idle_wakeup_after(3_000_000), 23_300);
+        assert_eq!(params.idle_wakeup_after(10_000_000), 16_000 + 8 * 7_300);
+    }
+
+    #[test]
+    fn without_the_long_halt_parameters_every_halt_costs_the_idle_wakeup() {
+        let params = ClusterParams {
+            idle_wakeup_ns: 16_000,
+            ..ClusterParams::default()
+        };
+        assert_eq!(params.idle_wakeup_after(50_000_000), 16_000);
+    }
 }

@@ -187,3 +187,39 @@ fn a_sleeper_woken_on_a_busy_cpu_pays_the_busy_wakeup() {
     let busy = response(&run(cfg.clone(), jobs()), 0);
     assert!(busy > plain, "busy wakeups cost nothing: {plain} -> {busy}");
 }
+
+/// One rank that computes 100 µs and sleeps `io` per iteration, alone on
+/// its node: its CPU halts while it sleeps.
+fn sleeper(io: u64) -> Vec<JobSpec> {
+    vec![JobSpec {
+        io_ns: io,
+        ..JobSpec::simple(0, 0, 1, 10, 100 * US, Pattern::None)
+    }]
+}
+
+#[test]
+fn a_sleep_ends_the_timer_slack_late() {
+    let mut cfg = config(1, GlobalMode::Local, PolicyKind::Local);
+    let plain = response(&run(cfg.clone(), sleeper(2 * MS)), 0);
+    cfg.cluster.timer_slack_ns = 50 * US;
+    let slack = response(&run(cfg.clone(), sleeper(2 * MS)), 0);
+    assert_eq!(slack - plain, 10 * 50 * US);
+}
+
+#[test]
+fn a_cpu_halted_for_long_wakes_its_sleeper_later_than_after_a_short_halt() {
+    let mut cfg = config(1, GlobalMode::Local, PolicyKind::Local);
+    cfg.cluster.idle_wakeup_ns = 16 * US;
+    let plain = |io| response(&run(cfg.clone(), sleeper(io)), 0);
+    let (short, long) = (plain(MS), plain(10 * MS));
+    cfg.cluster.long_halt_after_ns = 2 * MS;
+    cfg.cluster.long_halt_wakeup_per_ms_ns = 7 * US;
+    let halted = |io| response(&run(cfg.clone(), sleeper(io)), 0);
+    // A 1 ms halt is short: nothing changes.
+    assert_eq!(halted(MS), short);
+    // Each wakeup ends a halt of the sleep plus the wakeup latency, 8 ms
+    // and 10 µs past the threshold: 7 µs per ms of it. The last of the 10
+    // sleeps ends the job, so 9 wakeups run something.
+    let past = 10 * MS + cfg.cluster.wakeup_latency_ns - 2 * MS;
+    assert_eq!(halted(10 * MS) - long, 9 * (past * 7 * US / MS));
+}

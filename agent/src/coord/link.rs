@@ -12,6 +12,7 @@ use std::{
 use cosched_proto::wire::{
     Heartbeat, HeartbeatReply, Message, ProtocolVersion, Register, Role, SessionConfig,
     SharedSecret,
+    stamped::StampedRead,
     stream::{self, StreamError},
 };
 use prometheus::IntCounterVec;
@@ -151,6 +152,9 @@ async fn session(
     let _ = stream.set_nodelay(true);
     let local_ip = stream.local_addr().map(|addr| addr.ip()).ok();
     let (reader, writer) = stream.into_split();
+    // Receives stamped by the kernel: a heartbeat's t2 is when it arrived,
+    // not when this task got to read it.
+    let reader = StampedRead::new(reader);
     let session = SessionConfig::new(Role::Agent, config.node.clone(), config.secret.clone());
     let connection = match timeout(CONNECT_TIMEOUT, stream::initiate(reader, writer, session)).await
     {
@@ -187,18 +191,17 @@ async fn session(
     let mut sequence = 0u64;
     loop {
         tokio::select! {
-            received = reader.recv() => {
-                let received_ns = monotonic_ns();
+            received = reader.recv_stamped() => {
                 match received {
-                    Ok(Some(Message::Heartbeat(heartbeat))) => {
+                    Ok(Some((Message::Heartbeat(heartbeat), received_ns))) => {
                         last_heard = Instant::now();
                         let reply = HeartbeatReply::answering(&heartbeat, received_ns, monotonic_ns());
                         if let Err(error) = writer.send(&Message::HeartbeatReply(reply)).await {
                             return Ended::Established(format!("replying to a heartbeat: {error}"));
                         }
                     }
-                    Ok(Some(Message::HeartbeatReply(_))) => last_heard = Instant::now(),
-                    Ok(Some(message)) => {
+                    Ok(Some((Message::HeartbeatReply(_), _))) => last_heard = Instant::now(),
+                    Ok(Some((message, _))) => {
                         last_heard = Instant::now();
                         if events.send(LinkEvent::Message(message)).is_err() {
                             return Ended::Established("agent shutting down".into());

@@ -4,6 +4,7 @@ use std::{net::SocketAddr, sync::Mutex, time::Duration};
 
 use cosched_proto::wire::{
     ErrorReport, Heartbeat, HeartbeatReply, Message, ProtocolVersion, Register, SessionConfig,
+    stamped::ArrivalStamp,
     stream::{StreamError, WireReader, WireWriter},
 };
 use tokio::{
@@ -34,7 +35,8 @@ pub enum ConnEvent {
         protocol: ProtocolVersion,
         outbox: mpsc::Sender<Outgoing>,
     },
-    /// A message other than heartbeats, received at `received_ns`.
+    /// A message other than heartbeats, received at `received_ns` (when the
+    /// kernel received its bytes: the heartbeat reply's t4).
     Message {
         conn: u64,
         message: Message,
@@ -81,7 +83,11 @@ impl ConnContext {
 }
 
 /// Runs one connection until it closes; every outcome is reported to the
-/// main loop (once registered) and counted.
+/// main loop (once registered) and counted. Messages are stamped with when
+/// `reader` says their bytes arrived (the kernel's receive stamp on a
+/// socket), not when this task got to read them: heartbeat replies wait
+/// here behind every other connection's work, and a late t4 biases the
+/// node's clock offset estimate by half the wait.
 pub async fn serve_connection<R, W>(
     reader: R,
     writer: W,
@@ -89,7 +95,7 @@ pub async fn serve_connection<R, W>(
     conn: u64,
     context: &ConnContext,
 ) where
-    R: AsyncRead + Unpin,
+    R: AsyncRead + ArrivalStamp + Unpin,
     W: AsyncWrite + Unpin,
 {
     let Some((reader, writer, register, protocol)) =
@@ -149,7 +155,7 @@ async fn run<R, W>(
     context: &ConnContext,
 ) -> String
 where
-    R: AsyncRead + Unpin,
+    R: AsyncRead + ArrivalStamp + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut last_heard = Instant::now();
@@ -157,17 +163,16 @@ where
     let mut next_heartbeat = Instant::now();
     loop {
         tokio::select! {
-            received = reader.recv() => {
-                let received_ns = monotonic_ns();
+            received = reader.recv_stamped() => {
                 match received {
-                    Ok(Some(Message::Heartbeat(heartbeat))) => {
+                    Ok(Some((Message::Heartbeat(heartbeat), received_ns))) => {
                         last_heard = Instant::now();
                         let reply = HeartbeatReply::answering(&heartbeat, received_ns, monotonic_ns());
                         if let Err(error) = writer.send(&Message::HeartbeatReply(reply)).await {
                             return format!("sending a heartbeat reply: {error}");
                         }
                     }
-                    Ok(Some(message)) => {
+                    Ok(Some((message, received_ns))) => {
                         last_heard = Instant::now();
                         let event = ConnEvent::Message { conn, message, received_ns };
                         if context.events.send(event).await.is_err() {

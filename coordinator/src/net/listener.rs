@@ -8,6 +8,7 @@ use std::{
     },
 };
 
+use cosched_proto::wire::stamped::StampedRead;
 use tokio::net::{TcpListener, TcpSocket};
 
 use super::connection::{ConnContext, serve_connection};
@@ -42,6 +43,8 @@ pub async fn accept_loop(listener: TcpListener, context: Arc<ConnContext>) {
                 let context = context.clone();
                 tokio::spawn(async move {
                     let (reader, writer) = stream.into_split();
+                    // Receives stamped by the kernel (heartbeat replies' t4).
+                    let reader = StampedRead::new(reader);
                     serve_connection(reader, writer, peer, conn, &context).await;
                 });
             }

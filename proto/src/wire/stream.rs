@@ -8,10 +8,12 @@
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::channel::{Opener, Sealer};
+use super::clock::monotonic_ns;
 use super::error::WireError;
 use super::handshake::PeerInfo;
 use super::message::Message;
 use super::session::{Inbound, Session, SessionConfig};
+use super::stamped::ArrivalStamp;
 
 /// Bytes read from the stream at a time.
 const READ_CHUNK_LEN: usize = 16 * 1024;
@@ -155,6 +157,26 @@ impl<R: AsyncRead + Unpin> WireReader<R> {
 
     pub fn session_id(&self) -> u64 {
         self.opener.session_id()
+    }
+}
+
+impl<R: AsyncRead + Unpin + ArrivalStamp> WireReader<R> {
+    /// Like [`WireReader::recv`], with when the message arrived
+    /// (CLOCK_MONOTONIC ns): the arrival of the read that brought its last
+    /// byte (for a message split across reads, the later one; for several
+    /// messages in one read, that read's, i.e. its newest segment's, which
+    /// is when the last of them was complete). Now if the reader knows no
+    /// arrival.
+    pub async fn recv_stamped(&mut self) -> Result<Option<(Message, u64)>, StreamError> {
+        let message = self.recv().await?;
+        // The buffer holds bytes of the latest read only (it reads again
+        // once the decoder used them all), so that read completed `message`.
+        let arrived_ns = self
+            .buffer
+            .reader
+            .last_arrival_ns()
+            .unwrap_or_else(monotonic_ns);
+        Ok(message.map(|message| (message, arrived_ns)))
     }
 }
 

@@ -25,6 +25,9 @@ pub struct Cpu {
     pub noise: bool,
     /// While `noise`: when the CPU is free again.
     pub noise_until: Ns,
+    /// When the CPU last stopped running anything (a task or other work):
+    /// while it has nothing to do, it has been halted since then.
+    pub idle_since: Ns,
 }
 
 impl Cluster {

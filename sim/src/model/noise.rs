@@ -89,6 +89,7 @@ impl Cluster {
             return;
         }
         c.noise = false;
+        c.idle_since = now;
         self.mark_dirty(node);
     }
 }

@@ -4,7 +4,7 @@
 
 use cosched_policy::local::SwitchOut;
 
-use super::task::{Activity, Phase, Sleep, TaskIdx};
+use super::task::{Activity, Class, Phase, Sleep, TaskIdx, class_of};
 use super::{Calendar, Cluster, SimEvent};
 use crate::workload::RecvMode;
 
@@ -42,9 +42,15 @@ impl Cluster {
                     };
                     if io > 0 {
                         // The sleeper is runnable a wakeup latency after
-                        // its I/O completes, like a woken receiver.
+                        // its I/O completes, like a woken receiver; its
+                        // timer fires the slack late unless it runs at
+                        // real-time level.
+                        let slack = match class_of(task.effective) {
+                            Class::RealTime(_) => 0,
+                            Class::Fair | Class::Idle => params.timer_slack_ns,
+                        };
                         task.activity = Activity::Sleeping(Sleep::Io);
-                        cal.after(io + params.wakeup_latency_ns, SimEvent::IoDone(t));
+                        cal.after(io + slack + params.wakeup_latency_ns, SimEvent::IoDone(t));
                         return;
                     }
                 }
@@ -194,22 +200,26 @@ impl Cluster {
         c.running = None;
         c.need_resched = false;
         c.token += 1;
+        c.idle_since = self.now;
     }
 
     /// A sleeper woke: if a CPU of its node has nothing to do, that CPU
-    /// was halted and must be woken first (`idle_wakeup_ns`); else the
-    /// wakeup interrupts a busy CPU (`busy_wakeup_ns`).
+    /// was halted and must be woken first (`idle_wakeup_ns`, and more after
+    /// a long halt: `ClusterParams::idle_wakeup_after`); else the wakeup interrupts a busy
+    /// CPU (`busy_wakeup_ns`).
     fn note_wake(&mut self, t: TaskIdx) {
         let node = self.tasks[t as usize].node;
-        let idle = self.nodes[node as usize]
+        // The CPU that halted last (the shortest halt), if any.
+        let halted_since = self.nodes[node as usize]
             .cpus
             .iter()
-            .any(|c| c.running.is_none() && c.incoming.is_none() && !c.noise);
+            .filter(|c| c.running.is_none() && c.incoming.is_none() && !c.noise)
+            .map(|c| c.idle_since)
+            .max();
         let params = &self.config.cluster;
-        self.tasks[t as usize].wake_cost = if idle {
-            params.idle_wakeup_ns
-        } else {
-            params.busy_wakeup_ns
+        self.tasks[t as usize].wake_cost = match halted_since {
+            Some(since) => params.idle_wakeup_after(self.now.saturating_sub(since)),
+            None => params.busy_wakeup_ns,
         };
     }
 
