@@ -44,6 +44,8 @@ impl<K: Kernel> Engine<K> {
         if policy {
             self.driver.tick(now, &live, &holders);
             self.apply_policy_actions(None);
+            // FCS turns dormant at a tick (its last slot's grace passed).
+            self.update_own_priority();
         }
         if rt_due {
             self.rt_tick(now, &live);

@@ -51,6 +51,8 @@ impl<K: Kernel> Engine<K> {
         let now = self.k.now_ns();
         self.driver.slot_started(now, owner, until_ns);
         self.apply_policy_actions(None);
+        // The first slot wakes a dormant FCS: it acts from now on.
+        self.update_own_priority();
     }
 
     /// The level a task must have now: the gang overlay first, then the

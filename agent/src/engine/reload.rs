@@ -168,13 +168,15 @@ impl<K: Kernel> Engine<K> {
 
     /// The agent's own scheduling priority while it acts (0: time-shared).
     ///
-    /// Under plain Linux scheduling (`local`, no slices) it stays
-    /// time-shared, unless a job runs at a real-time priority of its own, or
-    /// the class overlay gives RT jobs theirs: such a job (always below the
-    /// agent's priority, see `reserve_job` and the RT band's check) would
-    /// otherwise delay the agent's answers and its exit.
+    /// Under plain Linux scheduling (`local`, no slices), or a policy that
+    /// is dormant (FCS without gang slots: it acts on nothing until a slot
+    /// broadcast comes, see `LocalPolicy::dormant`), it stays time-shared,
+    /// unless a job runs at a real-time priority of its own, or the class
+    /// overlay gives RT jobs theirs: such a job (always below the agent's
+    /// priority, see `reserve_job` and the RT band's check) would otherwise
+    /// delay the agent's answers and its exit.
     pub fn own_priority(&self) -> u32 {
-        let active = self.running_policy() != PolicyKind::Local
+        let active = self.driver.acting()
             || self.slices_enforced
             || self.reg.has_realtime_job()
             || self.class_overlay_acts();

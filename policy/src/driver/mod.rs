@@ -178,6 +178,13 @@ impl PolicyDriver {
         self.kind != PolicyKind::Local
     }
 
+    /// Does the policy act now: active, and not dormant
+    /// ([`LocalPolicy::dormant`], FCS without gang slots). A dormant policy
+    /// gets no periodic tick, and the agent need not run above the jobs.
+    pub fn acting(&self) -> bool {
+        self.active() && !self.policy.dormant()
+    }
+
     fn feed(&mut self, ev: &Event<'_>) {
         self.policy.on_event(ev, &mut self.actions);
     }
@@ -277,12 +284,14 @@ impl PolicyDriver {
         self.active() && !self.policy.counts_every_tick() && self.tick_ns() >= IDLE_TICK_MAX_NS
     }
 
-    /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns).
+    /// When the driver next needs [`Self::tick`] (absolute CLOCK_MONOTONIC ns):
+    /// the policy's own timers, and the periodic tick unless the policy is
+    /// dormant.
     pub fn next_wakeup(&self) -> Option<u64> {
         if !self.active() {
             return None;
         }
-        let periodic = (!self.resting()).then(|| self.last_tick + self.tick_ns());
+        let periodic = (self.acting() && !self.resting()).then(|| self.last_tick + self.tick_ns());
         match (self.policy.next_wakeup(), periodic) {
             (Some(timer), Some(periodic)) => Some(timer.min(periodic)),
             (timer, periodic) => timer.or(periodic),
@@ -508,6 +517,60 @@ mod tests {
             ms,
             "FCS counts from every tick in gang slots"
         );
+    }
+
+    /// Two MPI ranks spinning on one CPU under FCS with no coordinator: FCS
+    /// keeps every process at its own attributes, so the agent wakes for
+    /// nothing (no periodic tick, not even the quiet one) and need not run
+    /// above the ranks; the first slot broadcast brings the 1 ms tick, and
+    /// once the coordinator has been quiet past the grace period the ticks
+    /// stop again.
+    #[test]
+    fn slotless_fcs_over_spinning_ranks_gets_no_tick_until_a_slot_comes() {
+        let ms = 1_000_000;
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Fcs), 1000).unwrap();
+        d.task_added(7, 1, 0);
+        d.task_added(8, 2, 0);
+        let spinning = |start: u64, last: u64| TaskStats {
+            on_cpu: 1,
+            switches_in: 1,
+            last_run_start_ns: start,
+            spin_episode_start_ns: start,
+            spin_last_ns: last,
+            ..TaskStats::default()
+        };
+        d.tick(
+            ms,
+            &[(7, spinning(0, ms)), (8, TaskStats::default())],
+            &[(0, 7)],
+        );
+        assert!(d.active() && !d.acting(), "FCS, but nothing to act on");
+        assert_eq!(
+            d.next_wakeup(),
+            None,
+            "no periodic tick, not even the quiet one"
+        );
+        assert!(d.take_actions().is_empty());
+        d.slot_started(5 * ms, Some(1), 15 * ms);
+        assert!(d.acting());
+        assert_eq!(
+            d.next_wakeup(),
+            Some(2 * ms),
+            "the 1 ms tick, from the last one"
+        );
+        d.tick(
+            6 * ms,
+            &[(7, spinning(0, 6 * ms)), (8, TaskStats::default())],
+            &[(0, 7)],
+        );
+        assert_eq!(d.next_wakeup(), Some(7 * ms));
+        // The coordinator goes quiet: the slot ends at 15 ms, its grace
+        // (100 ms) passes, and FCS gives up on slots.
+        d.tick(15 * ms, &[(7, spinning(0, 15 * ms))], &[(0, 7)]);
+        assert!(d.acting(), "within the grace period the groups hold");
+        d.tick(116 * ms, &[(7, spinning(0, 116 * ms))], &[(0, 7)]);
+        assert!(!d.acting());
+        assert_eq!(d.next_wakeup(), None);
     }
 
     /// SB with its fixed threshold on a node whose ranks always spin (real

@@ -63,6 +63,17 @@ pub trait LocalPolicy: Send + fmt::Debug {
         true
     }
 
+    /// The policy acts on nothing in its present state and no tick can
+    /// change that (FCS while it knows no gang slot: every process at its
+    /// own attributes): the driver sends it no periodic tick, and the agent
+    /// neither wakes for it nor runs above the jobs for it, exactly as
+    /// under `local`. What ends the state reaches the policy as an event of
+    /// its own (a slot broadcast), not at a tick; the policy's own timers
+    /// ([`Self::next_wakeup`]) still run.
+    fn dormant(&self) -> bool {
+        false
+    }
+
     /// The class the policy put `task` in, for operators (FCS: `cs`, `f`,
     /// `dc`); None for policies without classes.
     fn task_class(&self, _task: TaskId) -> Option<&'static str> {
@@ -106,6 +117,10 @@ impl<P: LocalPolicy + ?Sized> LocalPolicy for Box<P> {
 
     fn needs_spin_ticks(&self) -> bool {
         (**self).needs_spin_ticks()
+    }
+
+    fn dormant(&self) -> bool {
+        (**self).dormant()
     }
 
     fn task_class(&self, task: TaskId) -> Option<&'static str> {

@@ -265,3 +265,25 @@ fn under_plain_linux_a_realtime_job_lifts_the_agent_until_it_is_handed_back() {
     e.release_job(1).unwrap();
     assert_eq!(e.k.own_attr.policy, SchedPolicy::Other);
 }
+
+/// FCS on a node with no coordinator acts on nothing (every process at its
+/// own attributes): the agent stays time-shared, as under plain Linux, and
+/// does not preempt the jobs for ticks; the first gang slot lifts it above
+/// the jobs, which it must then preempt to switch slots on time.
+#[test]
+fn fcs_without_gang_slots_leaves_the_agent_time_shared_until_the_first_slot() {
+    let mut e = engine_configured("policy = \"fcs\"\nagent_priority = 50");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.adopt(1, "a", &[100], None).unwrap();
+    e.policy_tick();
+    assert_eq!(e.k.own_attr.policy, SchedPolicy::Other, "no slot yet");
+    assert_eq!(e.next_policy_tick(), None, "and no tick to run");
+    let now = e.k.now;
+    e.slot_started(Some(1), now + 10_000_000);
+    assert_eq!(
+        (e.k.own_attr.policy, e.k.own_attr.priority),
+        (SchedPolicy::Fifo, 50),
+        "gang slots: FCS acts"
+    );
+    assert!(e.next_policy_tick().is_some());
+}

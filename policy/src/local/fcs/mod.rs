@@ -387,11 +387,21 @@ impl LocalPolicy for FcsPolicy {
         self.slot.is_some()
     }
 
-    /// Without slots FCS acts on nothing, spins included: the driver's
-    /// quiet tick is enough (real MPI ranks always spin, and a 1 ms tick
-    /// while they did made slot-less FCS 6–9 % slower than plain Linux on
-    /// MPICH).
+    /// Without slots FCS acts on nothing, spins included (real MPI ranks
+    /// always spin, and a 1 ms tick while they did made slot-less FCS 6–9 %
+    /// slower than plain Linux on MPICH).
     fn needs_spin_ticks(&self) -> bool {
         self.slot.is_some()
+    }
+
+    /// Without a gang slot every process is at its own attributes, and
+    /// only a slot broadcast changes that: no tick at all. Even the quiet
+    /// 10 ms tick, run by an agent at real-time priority, preempted a rank
+    /// 100 times a second per node for nothing (MPICH ranks: ~15 % more
+    /// context switches than under plain Linux, docs/benchmarks.md, "FCS on
+    /// real MPI"). During a slot's grace period FCS still holds its groups
+    /// and is not dormant.
+    fn dormant(&self) -> bool {
+        self.slot.is_none()
     }
 }

@@ -340,3 +340,30 @@ fn slotless_fcs_spinners_need_no_fast_tick_and_slots_bring_it_back() {
     h.slot(Some(JA), ms(1), ms(1) + SLOT);
     assert!(h.policy.needs_spin_ticks(), "in gang slots it counts them");
 }
+
+/// FCS on nodes whose agent has no coordinator (or whose coordinator went
+/// quiet): it is dormant — every process at its own attributes, no timer —
+/// until a slot broadcast comes, and again once a slot's grace period has
+/// passed without a new one.
+#[test]
+fn fcs_without_a_coordinator_is_dormant_until_a_slot_and_after_its_grace() {
+    let p = FcsParams::default();
+    let mut h = fcs(p.clone());
+    h.run(T1, 0, 0);
+    h.spin(T1, us(10));
+    assert!(h.policy.dormant(), "no slot yet");
+    assert_eq!(h.policy.next_wakeup(), None);
+    assert_eq!(h.level(T1), Level::Normal);
+    h.slot(Some(JA), ms(1), ms(1) + SLOT);
+    assert!(!h.policy.dormant(), "a slot: FCS acts");
+    assert_eq!(h.level(T1), TOP, "a new process runs as CS in its slot");
+    let grace_end = ms(1) + SLOT + us(p.slot_grace_us);
+    h.advance_to(grace_end - 1);
+    assert!(
+        !h.policy.dormant(),
+        "the groups hold through the grace period"
+    );
+    h.advance_to(grace_end);
+    assert!(h.policy.dormant(), "the coordinator went quiet");
+    assert_eq!(h.level(T1), Level::Normal);
+}
