@@ -16,6 +16,7 @@
 pub mod cell;
 pub mod columns;
 pub mod deadline;
+pub mod recording;
 pub mod rows;
 pub mod stream;
 pub mod svg;
@@ -80,6 +81,11 @@ pub struct RtOptions {
     /// Statistical admission's utilization bound, percent of the RT share
     /// (the coordinator's `statistical_bound_percent`; above 100 overbooks).
     pub statistical_bound_percent: u64,
+    /// Record the agents' timelines of each coordinator cell here.
+    pub timeline_dir: Option<PathBuf>,
+    /// Keep every RT rank's frame times in the rows (else only those of
+    /// jobs that missed).
+    pub frame_times: bool,
     pub workload: Workload,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -101,6 +107,8 @@ impl Default for RtOptions {
             window_s: 6.0,
             seed: DEFAULT_SEED,
             statistical_bound_percent: 100,
+            timeline_dir: None,
+            frame_times: false,
             workload: Workload::DEFAULT,
             json: None,
             svg: None,
@@ -235,6 +243,10 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
         ],
     )?;
     let synth = bin.path("cosched-synth").display().to_string();
+    let cli = bin.path(CLI_BINARY);
+    if let Some(dir) = &opts.timeline_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let plan = opts.plan();
     say(
         "bench",
@@ -274,7 +286,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
     };
     let started = std::time::Instant::now();
     let (rows, interrupted) =
-        with_own_cluster(workspace, &up, |c| measure(c, &synth, opts, &plan))??;
+        with_own_cluster(workspace, &up, |c| measure(c, &synth, &cli, opts, &plan))??;
     say(
         "bench",
         format!(
@@ -350,6 +362,7 @@ fn configure(
 fn measure(
     cluster: &mut Cluster,
     synth: &str,
+    cli: &std::path::Path,
     opts: &RtOptions,
     plan: &[PlannedCell],
 ) -> anyhow::Result<(Vec<RtRow>, bool)> {
@@ -408,18 +421,40 @@ fn measure(
             retry,
             &what,
             || {
+                let recording = match &opts.timeline_dir {
+                    Some(dir) if key.column.coordinator_policy().is_some() => {
+                        let name = recording::file_name(
+                            key.column.label(),
+                            key.admission.label(),
+                            &key.mix.label(),
+                            key.rate_per_s,
+                        );
+                        let seconds = opts.window_s + opts.workload.rt_duration_s + 3.0;
+                        Some(recording::start(cluster, cli, &dir.join(name), seconds)?)
+                    }
+                    _ => None,
+                };
                 let r = runner.run(spec, &arrivals);
                 if key.column.coordinator_policy().is_some() {
                     CoordAdmin::of(cluster).wait_idle(IDLE_TIMEOUT)?;
+                }
+                if let Some(recording) = recording {
+                    match recording.finish() {
+                        Ok(path) => say("bench", format!("timeline: {}", path.display())),
+                        Err(e) => say("bench", format!("timeline: {e:#}")),
+                    }
                 }
                 r
             },
             |r| r.outside_cpu_percent,
         );
-        let row = match measured {
+        let mut row = match measured {
             Ok(run) => RtRow::of(key, &run, cluster.nodes.len(), opts.window_s),
             Err(e) => RtRow::error(key, &e),
         };
+        if !opts.frame_times {
+            row.keep_frame_times_of_missing_jobs_only();
+        }
         say(
             "bench",
             format!(

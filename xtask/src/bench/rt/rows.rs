@@ -42,8 +42,10 @@ pub struct RtRow {
     pub rt_missed_by_window: Vec<u64>,
     /// Each admitted RT job's start: `{index, arrival_s, missed_by_window,
     /// ranks}` with the ranks' own timelines (CLOCK_MONOTONIC ns of start,
-    /// run, first frame, first frames done): where start-up ran against the
-    /// schedule.
+    /// run, first frame, first frames done, and `done_us`, every frame's
+    /// done time after the first frame, for jobs that missed frames — or
+    /// every job with `--frame-times`): where start-up and the frames ran
+    /// against the schedule.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rt_starts: Vec<serde_json::Value>,
     pub be_jobs: usize,
@@ -79,6 +81,26 @@ fn ratio(a: f64, b: f64) -> f64 {
 }
 
 impl RtRow {
+    /// Drops the ranks' `done_us` of the jobs in `rt_starts` that missed no
+    /// frame (they make most of the JSON's size and show nothing wrong).
+    pub fn keep_frame_times_of_missing_jobs_only(&mut self) {
+        for job in &mut self.rt_starts {
+            let missed = job["missed_by_window"]
+                .as_array()
+                .is_some_and(|w| w.iter().any(|m| m.as_u64().unwrap_or(0) > 0));
+            if missed {
+                continue;
+            }
+            if let Some(ranks) = job["ranks"].as_array_mut() {
+                for rank in ranks {
+                    if let Some(rank) = rank.as_object_mut() {
+                        rank.remove("done_us");
+                    }
+                }
+            }
+        }
+    }
+
     fn empty(key: Key) -> Self {
         Self {
             mix: key.mix.label(),
@@ -411,6 +433,31 @@ mod tests {
             column,
             admission,
         }
+    }
+
+    #[test]
+    fn frame_times_stay_only_for_jobs_that_missed() {
+        let rank = || serde_json::json!({"first_frame_ns": 1, "done_us": [10, 20]});
+        let mut missed = job("rt", "finished", 0.0, 2.0);
+        missed.missed_frames = 1;
+        missed.missed_by_window = vec![0, 1];
+        missed.rank_timelines = vec![rank(), rank()];
+        let mut clean = job("rt", "finished", 0.5, 2.0);
+        clean.missed_by_window = vec![0, 0];
+        clean.rank_timelines = vec![rank()];
+        let run = CellRun {
+            jobs: vec![missed, clean],
+            wall_s: 5.0,
+            outside_cpu_percent: 0.0,
+        };
+        let mut r = RtRow::of(key(Column::OneGs, Admission::Deterministic), &run, 2, 4.0);
+        r.keep_frame_times_of_missing_jobs_only();
+        assert_eq!(
+            r.rt_starts[0]["ranks"][1]["done_us"],
+            serde_json::json!([10, 20])
+        );
+        assert!(r.rt_starts[1]["ranks"][0].get("done_us").is_none());
+        assert_eq!(r.rt_starts[1]["ranks"][0]["first_frame_ns"], 1);
     }
 
     #[test]
