@@ -343,6 +343,11 @@ struct RtArgs {
     /// only those of jobs that missed frames.
     #[arg(long)]
     frame_times: bool,
+    /// Join the rows of this earlier `--json` report (cells measured again
+    /// take the new rows): a sweep split over several invocations, written
+    /// whole with --json/--svg by the last one.
+    #[arg(long, value_name = "JSON")]
+    merge: Option<std::path::PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -361,6 +366,7 @@ impl RtArgs {
             statistical_bound_percent: self.statistical_bound_percent,
             timeline_dir: self.timeline,
             frame_times: self.frame_times,
+            merge: self.merge,
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,

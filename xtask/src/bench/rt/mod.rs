@@ -86,6 +86,9 @@ pub struct RtOptions {
     /// Keep every RT rank's frame times in the rows (else only those of
     /// jobs that missed).
     pub frame_times: bool,
+    /// An earlier report whose rows this run's join (a sweep split over
+    /// several invocations): see [`rows::merge`].
+    pub merge: Option<PathBuf>,
     pub workload: Workload,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -109,6 +112,7 @@ impl Default for RtOptions {
             statistical_bound_percent: 100,
             timeline_dir: None,
             frame_times: false,
+            merge: None,
             workload: Workload::DEFAULT,
             json: None,
             svg: None,
@@ -294,6 +298,22 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
             started.elapsed().as_secs_f64() / 60.0
         ),
     );
+    let rows = match &opts.merge {
+        Some(path) => {
+            let earlier = read_rows(path)?;
+            say(
+                "bench",
+                format!(
+                    "merging {} rows of {} with {} new",
+                    earlier.len(),
+                    path.display(),
+                    rows.len()
+                ),
+            );
+            rows::merge(earlier, rows)
+        }
+        None => rows,
+    };
     let be_share = f64::from(RATIO.1) / f64::from(RATIO.0 + RATIO.1);
     let targets = rows::evaluate(&rows, be_share);
     print!("{}", rows::table(&rows));
@@ -321,6 +341,19 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
         say("bench", format!("wrote {}", path.display()));
     }
     Ok(report)
+}
+
+/// The rows of an earlier `bench rt --json` report.
+pub fn read_rows(path: &std::path::Path) -> anyhow::Result<Vec<RtRow>> {
+    #[derive(serde::Deserialize)]
+    struct Rows {
+        rows: Vec<RtRow>,
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let parsed: Rows =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(parsed.rows)
 }
 
 /// Puts the cluster under a (column, admission) setting: the agents' local
