@@ -56,7 +56,7 @@ pub const ONE_GS_ROWS: u32 = 6;
 /// w of 1GS: the paper's 15 s for 3-minute RT jobs, scaled to ours.
 pub const RT_MAX_WAIT_MS: u64 = 125;
 /// Frames a measurement must cover before statistical admission uses it:
-/// 2.5 windows of the workload's b = 20.
+/// 1⅔ windows of the workload's b = 30.
 pub const STATISTICAL_MIN_FRAMES: u64 = 50;
 /// The default seed of the arrival stream.
 pub const DEFAULT_SEED: u64 = 13;
