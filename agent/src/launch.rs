@@ -7,6 +7,14 @@
 //! request; the agent then writes one byte and the gate execs the job program
 //! (same pid, attributes kept). If the agent dies before that, the gate sees
 //! EOF and exits without running anything.
+//!
+//! The gate moves itself into the rank's cgroup (v2) before it waits: the
+//! first migration into a cgroup after a quiet spell waits for an RCU grace
+//! period (the cgroup threadgroup lock switching to its slow path), 7–30 ms
+//! measured on the 2-core VM, and in the agent that wait stalled its event
+//! loop — every slice switch due meanwhile was applied that much late, on
+//! every node launching a rank (the late 1GS rows of docs/bench-rt.md). The
+//! gate pays it instead, before the job program starts.
 use std::{
     fs,
     io::{self, Read as _},
@@ -78,13 +86,16 @@ pub fn launcher_id(log_dir: &Path) -> String {
 
 /// Spawns the gate for one rank of a job. `log_dir` receives its
 /// stdout/stderr; `rt_dir`, for an RT job, is where its processes report
-/// their frames (`COSCHED_RT_DIR`, over anything the spec's env says).
+/// their frames (`COSCHED_RT_DIR`, over anything the spec's env says);
+/// `cgroup`, created here, is the cgroup the gate moves into before it
+/// waits for its go byte.
 pub fn spawn_gated(
     spec: &JobSpec,
     node: &str,
     cpus: &[u32],
     log_dir: &Path,
     rt_dir: Option<&Path>,
+    cgroup: Option<&Path>,
 ) -> anyhow::Result<Gated> {
     // The gate would fail the same way, but only into the rank's stderr file.
     crate::program::find(&spec.command, spec.env.get("PATH").map(String::as_str))
@@ -97,6 +108,9 @@ pub fn spawn_gated(
         fs::File::create(&stdout).with_context(|| format!("creating {}", stdout.display()))?;
     let err =
         fs::File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
+    if let Some(dir) = cgroup {
+        fs::create_dir_all(dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
+    }
     let exe = fs::read_link("/proc/self/exe").context("finding the agent executable")?;
     let (rd, wr) = pipe()?;
     let rd_raw = rd.as_raw_fd();
@@ -107,8 +121,11 @@ pub fn spawn_gated(
     });
 
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.arg("__gate")
-        .arg("--")
+    cmd.arg("__gate");
+    if let Some(dir) = cgroup {
+        cmd.arg("--cgroup").arg(dir);
+    }
+    cmd.arg("--")
         .arg(&spec.command)
         .args(&spec.args)
         .env_clear()
@@ -153,12 +170,26 @@ pub fn spawn_gated(
     })
 }
 
-/// The gate side: wait for the go byte on fd 3, then exec the job program.
-pub fn run_gate(command: &[String]) -> anyhow::Result<()> {
+/// The exit status of a gate that could not enter its cgroup (the job
+/// program never ran; the reason is in the rank's stderr).
+pub const GATE_CGROUP_FAILED: i32 = 125;
+
+/// The gate side: move into `cgroup` (if any), wait for the go byte on fd
+/// 3, then exec the job program.
+pub fn run_gate(cgroup: Option<&Path>, command: &[String]) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt as _;
     let Some((prog, args)) = command.split_first() else {
         bail!("__gate needs a command");
     };
+    if let Some(dir) = cgroup
+        && let Err(e) = fs::write(dir.join("cgroup.procs"), "0")
+    {
+        eprintln!(
+            "cosched gate: cannot enter cgroup {}: {e}; not starting {prog}",
+            dir.display()
+        );
+        std::process::exit(GATE_CGROUP_FAILED);
+    }
     // SAFETY: fd 3 was set up by the agent for this process alone.
     let mut f = unsafe { fs::File::from_raw_fd(GATE_FD) };
     let mut b = [0u8; 1];
@@ -175,20 +206,12 @@ pub fn job_cgroup(root: &Path, spec: &JobSpec) -> PathBuf {
     root.join(format!("job-{}-r{}", spec.job_id, spec.rank))
 }
 
-/// Creates the job cgroup and moves `pid` into it.
-pub fn enter_cgroup(dir: &Path, pid: u32) -> anyhow::Result<()> {
-    fs::create_dir_all(dir).with_context(|| format!("creating cgroup {}", dir.display()))?;
-    fs::write(dir.join("cgroup.procs"), pid.to_string())
-        .with_context(|| format!("moving {pid} into {}", dir.display()))
-}
-
-/// Kills every process of a job: the cgroup when there is one, else the
-/// process group the gate's setsid made.
+/// Kills every process of a job: the cgroup when there is one, and the
+/// process groups the gates' setsid made (a gate may not have entered its
+/// cgroup yet).
 pub fn kill_job(cgroup: Option<&Path>, pids: &[u32]) {
-    if let Some(dir) = cgroup
-        && fs::write(dir.join("cgroup.kill"), "1").is_ok()
-    {
-        return;
+    if let Some(dir) = cgroup {
+        let _ = fs::write(dir.join("cgroup.kill"), "1");
     }
     for &p in pids {
         // SAFETY: plain syscalls; negative pid = process group.

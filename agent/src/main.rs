@@ -28,9 +28,13 @@ struct Args {
 
 #[derive(clap::Subcommand)]
 enum Internal {
-    /// (internal) wait for the agent's go byte on fd 3, then exec the command.
+    /// (internal) enter the rank's cgroup, wait for the agent's go byte on
+    /// fd 3, then exec the command.
     #[command(name = "__gate", hide = true)]
     Gate {
+        /// The cgroup v2 directory to move into first.
+        #[arg(long)]
+        cgroup: Option<PathBuf>,
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         command: Vec<String>,
     },
@@ -47,7 +51,9 @@ enum Internal {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     match args.internal {
-        Some(Internal::Gate { command }) => return launch::run_gate(&command),
+        Some(Internal::Gate { cgroup, command }) => {
+            return launch::run_gate(cgroup.as_deref(), &command);
+        }
         Some(Internal::Guardian { journal, lifeline }) => {
             return guardian::run(&journal, lifeline);
         }

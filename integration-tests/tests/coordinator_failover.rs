@@ -171,6 +171,13 @@ fn a_sigkilled_agents_rank_is_killed_through_its_cgroup_once_the_job_fails() {
     let [kept, orphan] = cluster.rank_processes(id);
     let cgroup = root.node(1).join(format!("job-{id}-r1"));
     assert!(cgroup.is_dir(), "{}", cgroup.display());
+    // The gate moves itself in (before the job program starts).
+    wait_until("the rank in its cgroup", Duration::from_secs(5), || {
+        let procs = std::fs::read_to_string(cgroup.join("cgroup.procs")).unwrap_or_default();
+        orphan
+            .iter()
+            .all(|p| procs.lines().any(|l| l == p.pid.to_string()))
+    });
 
     cluster.agents[1].kill9();
     cluster.wait_node(1, false, Duration::from_secs(5));

@@ -122,7 +122,15 @@ pub struct RtTimeline {
     pub first_frame_ns: u64,
     /// When each of the first frames was done.
     pub first_done_ns: Vec<u64>,
+    /// When every frame was done, µs after `first_frame_ns` (at most
+    /// [`MAX_FRAME_TIMES`]): where a window's last frames finished against
+    /// a schedule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub done_us: Vec<u32>,
 }
+
+/// Frames whose done time [`RtTimeline::done_us`] keeps.
+pub const MAX_FRAME_TIMES: usize = 100_000;
 
 impl RunReport {
     /// One line for stderr, for people watching a run.

@@ -484,21 +484,21 @@ impl<K: Kernel> Daemon<K> {
     /// `rt_dir`: an RT job's counter directory (its `COSCHED_RT_DIR`).
     fn start_gated(&mut self, spec: &JobSpec, rt_dir: Option<&Path>) -> anyhow::Result<u32> {
         let cfg = self.engine.cfg();
+        let cgroup = cfg
+            .cgroup_root
+            .as_ref()
+            .map(|r| launch::job_cgroup(r, spec));
+        // The gate moves itself into the cgroup (see launch.rs: the move
+        // can take tens of ms, which must not stall this loop).
         let mut g = launch::spawn_gated(
             spec,
             &cfg.node,
             &self.engine.node_cpus(),
             &launch::log_dir(&cfg.state_dir),
             rt_dir,
+            cgroup.as_deref(),
         )?;
-        let cgroup = cfg
-            .cgroup_root
-            .as_ref()
-            .map(|r| launch::job_cgroup(r, spec));
         let setup = (|| {
-            if let Some(cg) = &cgroup {
-                launch::enter_cgroup(cg, g.pid)?;
-            }
             self.engine.manage_process(spec.job_id, g.pid)?;
             self.engine.mark_launched(g.pid);
             anyhow::Ok(())

@@ -163,6 +163,17 @@ impl Core {
             .find(|port| !used.contains(port))
     }
 
+    /// Under 1GS no rank is launched while no slice runs (the matrix was
+    /// empty: agents then leave gang mode and let every job run): the
+    /// ranks would run at once, before the first slice stops them, and an
+    /// RT job's first frame — which starts its windows — would start
+    /// outside its start row (measured: a window 0 three frames short).
+    /// They are launched right after the next slice is sent, so the agents
+    /// hold them until their rows.
+    fn launch_waits_for_a_slice(&self) -> bool {
+        self.policy == GlobalPolicy::OneLevelGang && self.current.is_none()
+    }
+
     /// Sends `LaunchJob` for every pending rank of every running job whose
     /// node is ready (and whose peers' addresses are all known).
     pub(super) fn launch_pending(&mut self) {
@@ -189,6 +200,10 @@ impl Core {
         };
         if job.attached {
             self.expect_job(id);
+            return;
+        }
+        if self.launch_waits_for_a_slice() {
+            // Launched right after the next slice (`plan_slice`).
             return;
         }
         let Some(port) = job.port else {

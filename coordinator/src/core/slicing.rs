@@ -187,7 +187,14 @@ impl Core {
             .collect();
         let ahead = (self.config.schedule_ahead && matches!(self.rotation, Rotation::Gang(_)))
             .then_some(&slice);
-        self.broadcast_ahead(start_ns, &ready, &rows, |node| active[node].clone(), ahead)
+        let observations =
+            self.broadcast_ahead(start_ns, &ready, &rows, |node| active[node].clone(), ahead);
+        if self.policy == GlobalPolicy::OneLevelGang {
+            // Ranks held back while no slice ran, after the slice that
+            // holds them (see `launch_waits_for_a_slice`).
+            self.launch_pending();
+        }
+        observations
     }
 
     fn broadcast(

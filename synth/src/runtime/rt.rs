@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::clock::process_start_ns;
 use crate::clock::{monotonic_ns, sleep_until_monotonic_ns, thread_cpu_time};
 use crate::config::RtMode;
-use crate::report::{RtReport, RtTimeline};
+use crate::report::{MAX_FRAME_TIMES, RtReport, RtTimeline};
 use crate::rt::{FrameWindows, Percentiles};
 
 pub struct RtRun {
@@ -80,6 +80,12 @@ impl RtRun {
         let now = monotonic_ns();
         if self.timeline.first_done_ns.len() < 2 * self.mode.frames as usize {
             self.timeline.first_done_ns.push(now);
+        }
+        if self.timeline.done_us.len() < MAX_FRAME_TIMES {
+            let since_first = now.saturating_sub(self.timeline.first_frame_ns) / 1_000;
+            self.timeline
+                .done_us
+                .push(u32::try_from(since_first).unwrap_or(u32::MAX));
         }
         self.windows.frame_done(now);
         if let Some(began) = self.frame_cpu_start.take() {

@@ -334,6 +334,20 @@ struct RtArgs {
     /// (above 100 overbooks).
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
     statistical_bound_percent: u64,
+    /// Record both agents' timelines (slice switches, context switches) for
+    /// each coordinator cell into DIR/<cell>.json (`cosched timeline`; at
+    /// most 60 s each).
+    #[arg(long, value_name = "DIR")]
+    timeline: Option<std::path::PathBuf>,
+    /// Keep every RT rank's frame done times (`done_us`) in the JSON, not
+    /// only those of jobs that missed frames.
+    #[arg(long)]
+    frame_times: bool,
+    /// Join the rows of this earlier `--json` report (cells measured again
+    /// take the new rows): a sweep split over several invocations, written
+    /// whole with --json/--svg by the last one.
+    #[arg(long, value_name = "JSON")]
+    merge: Option<std::path::PathBuf>,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -350,6 +364,9 @@ impl RtArgs {
             window_s: self.window,
             seed: self.seed,
             statistical_bound_percent: self.statistical_bound_percent,
+            timeline_dir: self.timeline,
+            frame_times: self.frame_times,
+            merge: self.merge,
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,

@@ -78,9 +78,56 @@ fn under_1gs_a_waiting_rt_job_starts_when_a_running_one_leaves() {
     let view = core.job_view(second).unwrap();
     assert_eq!(view.state, JobStateView::Running);
     assert_eq!(view.admission.unwrap().state, "admitted");
-    let effects = core.take_effects();
-    assert_eq!(launches(&effects).len(), 2);
+    let mut effects = core.take_effects();
     assert!(observed(&effects).contains(&Observed::RtAdmitted));
+    // No slice runs yet: its ranks are launched after the first one.
+    core.plan_slice(NOW_NS);
+    effects.extend(core.take_effects());
+    assert_eq!(launches(&effects).len(), 2);
+}
+
+#[test]
+fn under_1gs_a_job_submitted_while_no_slice_runs_is_launched_after_the_first_slice() {
+    // An empty matrix sends no slices: agents leave gang mode and would run
+    // a rank launched now at once, before any slice holds it (an RT job's
+    // first frame, which starts its windows, outside its start row).
+    let mut core = one_gs(2);
+    let video = submit(&mut core, heavy("video", 2)).id;
+    let effects = core.take_effects();
+    assert!(launches(&effects).is_empty(), "held until a slice runs");
+    assert_eq!(
+        core.job_view(video).unwrap().state,
+        JobStateView::Running,
+        "admitted, only its launch waits"
+    );
+    core.plan_slice(NOW_NS);
+    let effects = core.take_effects();
+    let messages = sent(&effects);
+    let first_launch = messages
+        .iter()
+        .position(|(_, m)| matches!(m, Message::LaunchJob(_)))
+        .expect("launched after the slice");
+    let first_switch = messages
+        .iter()
+        .position(|(_, m)| matches!(m, Message::SwitchSlice(_)))
+        .expect("a slice");
+    assert!(
+        first_switch < first_launch,
+        "the slice reaches the agents first"
+    );
+    assert_eq!(launches(&effects).len(), 2, "one rank per node");
+    // The slice holds the RT job (its start row is row 1): the agents stop
+    // its ranks as they register.
+    assert!(
+        switches(&effects)
+            .iter()
+            .all(|(_, s)| !s.active_jobs.contains(&video))
+    );
+    // A job submitted while slices run is launched at once.
+    let batch = submit(&mut core, job("batch", 2)).id;
+    let effects = core.take_effects();
+    assert!(launches(&effects).iter().all(|(_, l)| l.job_id == batch));
+    assert_eq!(launches(&effects).len(), 2);
 }
 
 #[test]

@@ -16,6 +16,7 @@
 pub mod cell;
 pub mod columns;
 pub mod deadline;
+pub mod recording;
 pub mod rows;
 pub mod stream;
 pub mod svg;
@@ -55,7 +56,7 @@ pub const ONE_GS_ROWS: u32 = 6;
 /// w of 1GS: the paper's 15 s for 3-minute RT jobs, scaled to ours.
 pub const RT_MAX_WAIT_MS: u64 = 125;
 /// Frames a measurement must cover before statistical admission uses it:
-/// 2.5 windows of the workload's b = 20.
+/// 1⅔ windows of the workload's b = 30.
 pub const STATISTICAL_MIN_FRAMES: u64 = 50;
 /// The default seed of the arrival stream.
 pub const DEFAULT_SEED: u64 = 13;
@@ -80,6 +81,14 @@ pub struct RtOptions {
     /// Statistical admission's utilization bound, percent of the RT share
     /// (the coordinator's `statistical_bound_percent`; above 100 overbooks).
     pub statistical_bound_percent: u64,
+    /// Record the agents' timelines of each coordinator cell here.
+    pub timeline_dir: Option<PathBuf>,
+    /// Keep every RT rank's frame times in the rows (else only those of
+    /// jobs that missed).
+    pub frame_times: bool,
+    /// An earlier report whose rows this run's join (a sweep split over
+    /// several invocations): see [`rows::merge`].
+    pub merge: Option<PathBuf>,
     pub workload: Workload,
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -101,6 +110,9 @@ impl Default for RtOptions {
             window_s: 6.0,
             seed: DEFAULT_SEED,
             statistical_bound_percent: 100,
+            timeline_dir: None,
+            frame_times: false,
+            merge: None,
             workload: Workload::DEFAULT,
             json: None,
             svg: None,
@@ -235,6 +247,10 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
         ],
     )?;
     let synth = bin.path("cosched-synth").display().to_string();
+    let cli = bin.path(CLI_BINARY);
+    if let Some(dir) = &opts.timeline_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let plan = opts.plan();
     say(
         "bench",
@@ -274,7 +290,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
     };
     let started = std::time::Instant::now();
     let (rows, interrupted) =
-        with_own_cluster(workspace, &up, |c| measure(c, &synth, opts, &plan))??;
+        with_own_cluster(workspace, &up, |c| measure(c, &synth, &cli, opts, &plan))??;
     say(
         "bench",
         format!(
@@ -282,6 +298,22 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
             started.elapsed().as_secs_f64() / 60.0
         ),
     );
+    let rows = match &opts.merge {
+        Some(path) => {
+            let earlier = read_rows(path)?;
+            say(
+                "bench",
+                format!(
+                    "merging {} rows of {} with {} new",
+                    earlier.len(),
+                    path.display(),
+                    rows.len()
+                ),
+            );
+            rows::merge(earlier, rows)
+        }
+        None => rows,
+    };
     let be_share = f64::from(RATIO.1) / f64::from(RATIO.0 + RATIO.1);
     let targets = rows::evaluate(&rows, be_share);
     print!("{}", rows::table(&rows));
@@ -309,6 +341,19 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
         say("bench", format!("wrote {}", path.display()));
     }
     Ok(report)
+}
+
+/// The rows of an earlier `bench rt --json` report.
+pub fn read_rows(path: &std::path::Path) -> anyhow::Result<Vec<RtRow>> {
+    #[derive(serde::Deserialize)]
+    struct Rows {
+        rows: Vec<RtRow>,
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let parsed: Rows =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(parsed.rows)
 }
 
 /// Puts the cluster under a (column, admission) setting: the agents' local
@@ -350,6 +395,7 @@ fn configure(
 fn measure(
     cluster: &mut Cluster,
     synth: &str,
+    cli: &std::path::Path,
     opts: &RtOptions,
     plan: &[PlannedCell],
 ) -> anyhow::Result<(Vec<RtRow>, bool)> {
@@ -408,18 +454,40 @@ fn measure(
             retry,
             &what,
             || {
+                let recording = match &opts.timeline_dir {
+                    Some(dir) if key.column.coordinator_policy().is_some() => {
+                        let name = recording::file_name(
+                            key.column.label(),
+                            key.admission.label(),
+                            &key.mix.label(),
+                            key.rate_per_s,
+                        );
+                        let seconds = opts.window_s + opts.workload.rt_duration_s + 3.0;
+                        Some(recording::start(cluster, cli, &dir.join(name), seconds)?)
+                    }
+                    _ => None,
+                };
                 let r = runner.run(spec, &arrivals);
                 if key.column.coordinator_policy().is_some() {
                     CoordAdmin::of(cluster).wait_idle(IDLE_TIMEOUT)?;
+                }
+                if let Some(recording) = recording {
+                    match recording.finish() {
+                        Ok(path) => say("bench", format!("timeline: {}", path.display())),
+                        Err(e) => say("bench", format!("timeline: {e:#}")),
+                    }
                 }
                 r
             },
             |r| r.outside_cpu_percent,
         );
-        let row = match measured {
+        let mut row = match measured {
             Ok(run) => RtRow::of(key, &run, cluster.nodes.len(), opts.window_s),
             Err(e) => RtRow::error(key, &e),
         };
+        if !opts.frame_times {
+            row.keep_frame_times_of_missing_jobs_only();
+        }
         say(
             "bench",
             format!(

@@ -1,6 +1,6 @@
 //! A cell's numbers (pure: from the jobs' results), the table, and issue
 //! 13's targets.
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{
     cell::{CellRun, JobResult},
@@ -10,7 +10,7 @@ use super::{
 use crate::bench::local::rows::{num, one_line};
 
 /// The rows of one cell.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RtRow {
     pub mix: String,
     /// Arrivals per second (RT + BE).
@@ -19,7 +19,7 @@ pub struct RtRow {
     pub admission: Admission,
     /// `ok` or `error`.
     pub status: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub arrivals: usize,
     pub rt_jobs: usize,
@@ -29,11 +29,14 @@ pub struct RtRow {
     /// RT jobs that failed for another reason (not admission).
     pub rt_failed: usize,
     /// rejected ÷ RT arrivals.
+    #[serde(deserialize_with = "nan_if_null")]
     pub rt_rejection_ratio: f64,
     /// Σ (b − n) ÷ Σ b over the closed windows of the admitted RT jobs,
     /// from the benchmark's own frame counts (NaN: no window closed).
+    #[serde(deserialize_with = "nan_if_null")]
     pub rt_miss_rate: f64,
     /// The same from the agents' frame accounting (what FrameReport sends).
+    #[serde(deserialize_with = "nan_if_null")]
     pub rt_miss_rate_agent: f64,
     /// Admitted RT jobs that missed at least one frame.
     pub rt_jobs_missing: usize,
@@ -42,26 +45,35 @@ pub struct RtRow {
     pub rt_missed_by_window: Vec<u64>,
     /// Each admitted RT job's start: `{index, arrival_s, missed_by_window,
     /// ranks}` with the ranks' own timelines (CLOCK_MONOTONIC ns of start,
-    /// run, first frame, first frames done): where start-up ran against the
-    /// schedule.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// run, first frame, first frames done, and `done_us`, every frame's
+    /// done time after the first frame, for jobs that missed frames — or
+    /// every job with `--frame-times`): where start-up and the frames ran
+    /// against the schedule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rt_starts: Vec<serde_json::Value>,
     pub be_jobs: usize,
     pub be_finished: usize,
     pub be_failed: usize,
     /// Mean arrival-to-end time of the finished BE jobs, s.
+    #[serde(deserialize_with = "nan_if_null")]
     pub be_mean_response_s: f64,
     /// Finished BE jobs per second, from the first arrival to the last BE
     /// job's end.
+    #[serde(deserialize_with = "nan_if_null")]
     pub be_throughput_per_s: f64,
     /// BE jobs' CPU time ÷ (nodes × that span): the share of the
     /// cluster the BE class got.
+    #[serde(deserialize_with = "nan_if_null")]
     pub be_cpu_share: f64,
     /// BE jobs' CPU time ÷ (nodes × arrival window): the BE load offered.
+    #[serde(deserialize_with = "nan_if_null")]
     pub be_offered_share: f64,
     /// RT jobs' CPU time ÷ (nodes × arrival window).
+    #[serde(deserialize_with = "nan_if_null")]
     pub rt_cpu_share: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub wall_s: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub outside_cpu_percent: f64,
 }
 
@@ -78,7 +90,54 @@ fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
 }
 
+/// A number a JSON file holds as `null` (serde_json writes NaN so) is NaN.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// Rows of an earlier report (`--merge`) joined with `new`: a cell
+/// measured again (same mix, rate, column and admission) takes the new
+/// row; the others keep theirs. Order: the earlier rows, then new cells.
+pub fn merge(earlier: Vec<RtRow>, new: Vec<RtRow>) -> Vec<RtRow> {
+    let same = |a: &RtRow, b: &RtRow| {
+        a.mix == b.mix
+            && a.rate_per_s == b.rate_per_s
+            && a.column == b.column
+            && a.admission == b.admission
+    };
+    let mut out: Vec<RtRow> = earlier
+        .into_iter()
+        .map(|old| new.iter().find(|n| same(n, &old)).cloned().unwrap_or(old))
+        .collect();
+    for row in new {
+        if !out.iter().any(|o| same(o, &row)) {
+            out.push(row);
+        }
+    }
+    out
+}
+
 impl RtRow {
+    /// Drops the ranks' `done_us` of the jobs in `rt_starts` that missed no
+    /// frame (they make most of the JSON's size and show nothing wrong).
+    pub fn keep_frame_times_of_missing_jobs_only(&mut self) {
+        for job in &mut self.rt_starts {
+            let missed = job["missed_by_window"]
+                .as_array()
+                .is_some_and(|w| w.iter().any(|m| m.as_u64().unwrap_or(0) > 0));
+            if missed {
+                continue;
+            }
+            if let Some(ranks) = job["ranks"].as_array_mut() {
+                for rank in ranks {
+                    if let Some(rank) = rank.as_object_mut() {
+                        rank.remove("done_us");
+                    }
+                }
+            }
+        }
+    }
+
     fn empty(key: Key) -> Self {
         Self {
             mix: key.mix.label(),
@@ -411,6 +470,53 @@ mod tests {
             column,
             admission,
         }
+    }
+
+    #[test]
+    fn a_split_sweep_merges_through_json_and_a_cell_measured_again_is_replaced() {
+        let run = CellRun {
+            jobs: vec![job("be", "finished", 1.0, 1.0)],
+            wall_s: 5.0,
+            outside_cpu_percent: 0.0,
+        };
+        let a = RtRow::of(key(Column::OneGs, Admission::Deterministic), &run, 2, 4.0);
+        let b = RtRow::of(key(Column::Tdm, Admission::None), &run, 2, 4.0);
+        // Through the JSON a report holds (NaN, no RT window, is null).
+        let text = serde_json::to_string(&vec![a.clone(), b]).unwrap();
+        let earlier: Vec<RtRow> = serde_json::from_str(&text).unwrap();
+        assert!(earlier[0].rt_miss_rate.is_nan());
+        let mut again = a;
+        again.outside_cpu_percent = 7.0;
+        let c = RtRow::of(key(Column::Fifo, Admission::None), &run, 2, 4.0);
+        let merged = merge(earlier, vec![again, c]);
+        let columns: Vec<Column> = merged.iter().map(|r| r.column).collect();
+        assert_eq!(columns, [Column::OneGs, Column::Tdm, Column::Fifo]);
+        assert_eq!(merged[0].outside_cpu_percent, 7.0);
+    }
+
+    #[test]
+    fn frame_times_stay_only_for_jobs_that_missed() {
+        let rank = || serde_json::json!({"first_frame_ns": 1, "done_us": [10, 20]});
+        let mut missed = job("rt", "finished", 0.0, 2.0);
+        missed.missed_frames = 1;
+        missed.missed_by_window = vec![0, 1];
+        missed.rank_timelines = vec![rank(), rank()];
+        let mut clean = job("rt", "finished", 0.5, 2.0);
+        clean.missed_by_window = vec![0, 0];
+        clean.rank_timelines = vec![rank()];
+        let run = CellRun {
+            jobs: vec![missed, clean],
+            wall_s: 5.0,
+            outside_cpu_percent: 0.0,
+        };
+        let mut r = RtRow::of(key(Column::OneGs, Admission::Deterministic), &run, 2, 4.0);
+        r.keep_frame_times_of_missing_jobs_only();
+        assert_eq!(
+            r.rt_starts[0]["ranks"][1]["done_us"],
+            serde_json::json!([10, 20])
+        );
+        assert!(r.rt_starts[1]["ranks"][0].get("done_us").is_none());
+        assert_eq!(r.rt_starts[1]["ranks"][0]["first_frame_ns"], 1);
     }
 
     #[test]
