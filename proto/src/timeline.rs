@@ -186,11 +186,28 @@ mod tests {
                 active: Some(vec![1]),
                 number: None,
             }],
+            decisions: vec![Decision {
+                ts_ns: 13,
+                tid: 5,
+                job: 1,
+                reason: "arrival-boost".into(),
+            }],
             truncated: false,
             lost: 0,
             clock: None,
         };
         let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);
+    }
+
+    #[test]
+    fn a_recording_of_an_agent_that_notes_no_decisions_still_reads() {
+        let t = NodeTimeline {
+            node: "n0".into(),
+            ..NodeTimeline::default()
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert!(!j.contains("decisions"), "{j}");
         assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);
     }
 }

@@ -248,7 +248,9 @@ fn an_arrival_boost_refused_is_counted_and_recorded_with_its_reason() {
         .collect();
     assert_eq!(decisions, [(100, "no-boost-cpu-share")]);
     assert!(
-        !t.actions.iter().any(|a| a.tid == 100 && a.level != "normal"),
+        !t.actions
+            .iter()
+            .any(|a| a.tid == 100 && a.level != "normal"),
         "no level changed"
     );
 }
