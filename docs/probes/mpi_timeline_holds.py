@@ -4,7 +4,10 @@ and rank (the task of each job switched in most), its runs (count, median
 length), and for every hold the agent put on it (demote, for SB/SY/PB-SB/
 DCS-SB): how long it had spun when held, how long the hold lasted, how the
 hold ended (back to normal or boosted), whether the rank ran while held, and
-how long after the hold ended it got its CPU back; then per job the share of
+how long after the hold ended it got its CPU back; the policy's decisions
+for it by reason (recordings of agents that note them: a hand-back without
+a boost says why, `no-boost-on-cpu`, `no-boost-cpu-share`, ...; a refused
+arrival boost changes no level but is noted too); then per job the share of
 time both its ranks were on CPU at once (co-run)."""
 import collections, sys
 
@@ -42,4 +45,7 @@ for n in d:
             print(f"    ended {k[0]}, {k[1]}: {v}")
         for how, v in sorted(back.items()):
             print(f"    hold ended {how} -> on CPU: p50 {pct(v, .5):.0f} / p90 {pct(v, .9):.0f} us ({len(v)})")
+        why = collections.Counter(x['reason'] for x in n.get('decisions', []) if x['tid'] == tid)
+        if why:
+            print("    decisions: " + ", ".join(f"{r} {c}" for r, c in sorted(why.items())))
 print_co_runs(runs_of, [n['node'] for n in d], t0, t1)

@@ -14,7 +14,7 @@ use crate::job::JobId;
 
 /// Longest recording an agent accepts, ms.
 pub const MAX_DURATION_MS: u64 = 60_000;
-/// Most records (switches, spin records, actions, slices) one recording
+/// Most records (switches, spin records, actions, slices, decisions) one recording
 /// keeps; the recording ends early (`truncated`) when it is reached.
 pub const MAX_EVENTS: u32 = 500_000;
 /// The event cap when the request gives none.
@@ -39,6 +39,12 @@ pub struct NodeTimeline {
     pub actions: Vec<Action>,
     /// The coordinator's slices as the agent applied them.
     pub slices: Vec<Slice>,
+    /// The local policy's decisions with their reasons, in the order it
+    /// took them: every level change it asked for, and every boost it
+    /// refused (`no-boost-…`), which changes no level (absent in
+    /// recordings of older agents).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub decisions: Vec<Decision>,
     /// The event cap was reached: the recording ended before its time
     /// (`end_ns` is when).
     #[serde(default)]
@@ -107,6 +113,19 @@ pub struct Action {
     pub level: String,
 }
 
+/// A local policy decision for a managed task at `ts_ns` (when the agent
+/// took it; a level change is realised right after, in `actions`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub ts_ns: u64,
+    pub tid: u32,
+    pub job: JobId,
+    /// The policy's reason, e.g. `spin-threshold-block`, `arrival-boost`,
+    /// `no-boost-cpu-share` (the agent's `cosched_policy_decisions_total`
+    /// labels).
+    pub reason: String,
+}
+
 /// A coordinator slice applied on the node at `ts_ns`: the jobs it runs
 /// (`None`: gang mode ended, every job may run).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -167,11 +186,28 @@ mod tests {
                 active: Some(vec![1]),
                 number: None,
             }],
+            decisions: vec![Decision {
+                ts_ns: 13,
+                tid: 5,
+                job: 1,
+                reason: "arrival-boost".into(),
+            }],
             truncated: false,
             lost: 0,
             clock: None,
         };
         let j = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);
+    }
+
+    #[test]
+    fn a_recording_of_an_agent_that_notes_no_decisions_still_reads() {
+        let t = NodeTimeline {
+            node: "n0".into(),
+            ..NodeTimeline::default()
+        };
+        let j = serde_json::to_string(&t).unwrap();
+        assert!(!j.contains("decisions"), "{j}");
         assert_eq!(serde_json::from_str::<NodeTimeline>(&j).unwrap(), t);
     }
 }

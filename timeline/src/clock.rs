@@ -43,6 +43,9 @@ pub fn align(t: &NodeTimeline, estimate: OffsetEstimate, reference: &str) -> Nod
     for s in &mut out.slices {
         s.ts_ns = shift(s.ts_ns);
     }
+    for d in &mut out.decisions {
+        d.ts_ns = shift(d.ts_ns);
+    }
     out.clock = Some(ClockAlignment {
         reference: reference.to_string(),
         offset_ns: estimate.offset_ns,

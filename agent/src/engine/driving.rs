@@ -137,17 +137,19 @@ impl<K: Kernel> Engine<K> {
 
     /// Applies what the policy decided. `trigger` is the eBPF timestamp of
     /// the arrival that caused the decisions, for the reaction latency.
+    /// Every decision, a refused boost included, is counted by its reason
+    /// and noted in a timeline recording.
     pub(super) fn apply_policy_actions(&mut self, trigger: Option<u64>) {
-        for Action::SetLevel {
-            task,
-            level,
-            reason,
-        } in self.driver.take_actions()
-        {
+        for action in self.driver.take_actions() {
+            let reason = action.reason();
             self.metrics
                 .decisions
                 .with_label_values(&[reason.as_str()])
                 .inc();
+            self.record_decision(action.task().0, reason.as_str());
+            let Action::SetLevel { task, level, .. } = action else {
+                continue;
+            };
             let Some(state) = self.reg.task_mut(task.0) else {
                 continue;
             };

@@ -7,8 +7,8 @@
 use cosched_agent_common::{TimelineRecord, timeline_kind};
 use cosched_policy::local::Level;
 use cosched_proto::timeline::{
-    Action, DEFAULT_MAX_EVENTS, MAX_DURATION_MS, MAX_EVENTS, NodeTimeline, Slice, SliceNumber,
-    Spin, Switch, TimelineJob,
+    Action, DEFAULT_MAX_EVENTS, Decision, MAX_DURATION_MS, MAX_EVENTS, NodeTimeline, Slice,
+    SliceNumber, Spin, Switch, TimelineJob,
 };
 
 use super::{Engine, realise::level_name};
@@ -41,7 +41,7 @@ pub(super) struct Recording {
 impl Recording {
     fn events(&self) -> usize {
         let t = &self.timeline;
-        t.switches.len() + t.spins.len() + t.actions.len() + t.slices.len()
+        t.switches.len() + t.spins.len() + t.actions.len() + t.slices.len() + t.decisions.len()
     }
 
     fn full(&self) -> bool {
@@ -239,6 +239,26 @@ impl<K: Kernel> Engine<K> {
             tid,
             job,
             level: level_name(level).into(),
+        });
+    }
+
+    /// The policy decided something for `tid`, for `reason` (a level
+    /// change, or a boost it refused): recorded while recording, so a probe
+    /// sees why a task was handed back without a boost.
+    pub(super) fn record_decision(&mut self, tid: u32, reason: &str) {
+        let Some(r) = self.recording.as_mut() else {
+            return;
+        };
+        if r.full() {
+            r.timeline.truncated = true;
+            return;
+        }
+        let job = self.reg.task(tid).map_or(0, |s| s.job);
+        r.timeline.decisions.push(Decision {
+            ts_ns: self.k.now_ns(),
+            tid,
+            job,
+            reason: reason.into(),
         });
     }
 

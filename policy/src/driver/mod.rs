@@ -738,8 +738,9 @@ mod tests {
         for step in 1..=50 {
             let now = 1_000_000 + step * 100_000;
             d.tick(now, &[(7, at(now))], &[(0, 7)]);
-            levels.extend(d.take_actions().into_iter().map(|a| match a {
-                Action::SetLevel { level, .. } => level,
+            levels.extend(d.take_actions().into_iter().filter_map(|a| match a {
+                Action::SetLevel { level, .. } => Some(level),
+                Action::Refused { .. } => None,
             }));
         }
         levels

@@ -65,6 +65,10 @@ pub enum Reason {
     BoostExpired,
     /// The job used up its fairness budget for the current window.
     BudgetExhausted,
+    /// The job received more than its equal share of the node's CPU time
+    /// in the current window ([`FairnessParams::equal_cpu_share`](super::FairnessParams)):
+    /// its running boosts end.
+    CpuShareExceeded,
     /// PB: the boost lasted until this period's decision.
     PeriodicBoostEnd,
     /// SB: spun past the spin threshold without its message.
@@ -88,6 +92,20 @@ pub enum Reason {
     FcsMeasuringDc,
     /// The policy was switched off or the task's job changed.
     Released,
+
+    // Why a boost the policy would have given was not given. Carried by the
+    // `Normal` that hands a held task back without its wake boost, or by an
+    // [`Action::Refused`] when no level changes (see [`Reason::is_refusal`]).
+    /// The woken task was on a CPU (as far as the policy knew): it runs
+    /// already, no boost.
+    NoBoostOnCpu,
+    /// The job's boost budget for the window is spent.
+    NoBoostJobBudget,
+    /// The node's boost budget for the window is spent.
+    NoBoostNodeBudget,
+    /// The job received more than its equal share of the node's CPU time in
+    /// the window.
+    NoBoostCpuShare,
 }
 
 impl Reason {
@@ -107,6 +125,18 @@ impl Reason {
         )
     }
 
+    /// Does this reason say why a boost was not given (a refusal, not a
+    /// level the policy chose for its own sake)?
+    pub fn is_refusal(self) -> bool {
+        matches!(
+            self,
+            Reason::NoBoostOnCpu
+                | Reason::NoBoostJobBudget
+                | Reason::NoBoostNodeBudget
+                | Reason::NoBoostCpuShare
+        )
+    }
+
     /// A stable kebab-case name, e.g. for a Prometheus label.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -119,6 +149,7 @@ impl Reason {
             Reason::BoostEndBlocked => "boost-end-blocked",
             Reason::BoostExpired => "boost-expired",
             Reason::BudgetExhausted => "budget-exhausted",
+            Reason::CpuShareExceeded => "cpu-share-exceeded",
             Reason::PeriodicBoostEnd => "periodic-boost-end",
             Reason::SpinThresholdBlock => "spin-threshold-block",
             Reason::SpinThresholdYield => "spin-threshold-yield",
@@ -130,6 +161,10 @@ impl Reason {
             Reason::FcsNoSlot => "fcs-no-slot",
             Reason::FcsMeasuringDc => "fcs-measuring-dc",
             Reason::Released => "released",
+            Reason::NoBoostOnCpu => "no-boost-on-cpu",
+            Reason::NoBoostJobBudget => "no-boost-job-budget",
+            Reason::NoBoostNodeBudget => "no-boost-node-budget",
+            Reason::NoBoostCpuShare => "no-boost-cpu-share",
         }
     }
 }
@@ -150,4 +185,25 @@ pub enum Action {
         level: Level,
         reason: Reason,
     },
+    /// A boost the policy would have given `task` and did not, and why
+    /// (`reason` is a [refusal](Reason::is_refusal)); no level changes. For
+    /// operators and probes only: the agent counts it with the decisions
+    /// and records it in a timeline; nothing is applied.
+    Refused { task: TaskId, reason: Reason },
+}
+
+impl Action {
+    /// The task the decision is about.
+    pub fn task(&self) -> TaskId {
+        match *self {
+            Action::SetLevel { task, .. } | Action::Refused { task, .. } => task,
+        }
+    }
+
+    /// Why it was decided.
+    pub fn reason(&self) -> Reason {
+        match *self {
+            Action::SetLevel { reason, .. } | Action::Refused { reason, .. } => reason,
+        }
+    }
 }

@@ -30,7 +30,7 @@
 //! as the task has consumed its message and waits).
 
 use super::action::{Action, Reason};
-use super::combined::{DynamicCoscheduler, Rules};
+use super::combined::{BoostOutcome, DynamicCoscheduler, Rules};
 use super::config::ConfigError;
 use super::fairness::FairnessParams;
 use super::hold::{BoostRule, BoostSource, Hold};
@@ -217,7 +217,11 @@ impl DynamicCoscheduler {
                     {
                         self.end_hold(holder, Reason::Displaced, out);
                     }
-                    self.try_boost(task, BoostSource::Arrival, rule, Reason::ArrivalBoost, out);
+                    if let BoostOutcome::Refused(why) =
+                        self.try_boost(task, BoostSource::Arrival, rule, Reason::ArrivalBoost, out)
+                    {
+                        out.push(Action::Refused { task, reason: why });
+                    }
                 }
             }
             Hold::Boosted { .. } => {}

@@ -25,6 +25,7 @@
 //! up to 50 ms. Keeping all boosts below that line keeps the agent in control
 //! and leaves the time-sharing tasks of the node their share.
 
+use super::action::Reason;
 use super::config::ConfigError;
 use super::ids::{JobId, us_to_ns};
 use serde::{Deserialize, Serialize};
@@ -216,12 +217,24 @@ impl FairnessBudget {
     /// budget left to give every boost (running ones and the new one) at least
     /// [`MIN_USEFUL_BOOST_NS`].
     pub fn can_start(&mut self, job: JobId, now: u64) -> bool {
+        self.refusal(job, now).is_none()
+    }
+
+    /// Why `job` may not start one more boost at `now` ([`Self::can_start`]),
+    /// if it may not: its own budget, the node's, or its CPU share.
+    pub fn refusal(&mut self, job: JobId, now: u64) -> Option<Reason> {
         let remaining = self.remaining(job, now);
         let boosts = u64::from(self.account(job, now).active) + 1;
         let node_boosts = u64::from(self.node_account(now).active) + 1;
-        remaining >= boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
-            && self.node_remaining(now) >= node_boosts.saturating_mul(MIN_USEFUL_BOOST_NS)
-            && !self.over_cpu_share(job, now)
+        if remaining < boosts.saturating_mul(MIN_USEFUL_BOOST_NS) {
+            Some(Reason::NoBoostJobBudget)
+        } else if self.node_remaining(now) < node_boosts.saturating_mul(MIN_USEFUL_BOOST_NS) {
+            Some(Reason::NoBoostNodeBudget)
+        } else if self.over_cpu_share(job, now) {
+            Some(Reason::NoBoostCpuShare)
+        } else {
+            None
+        }
     }
 
     /// A task of `job` starts being boosted at `now`.
@@ -370,8 +383,9 @@ mod tests {
         assert_eq!(b.next_deadline(), Some(800_000));
         assert_eq!(b.exhausted(800_000), vec![JobId(2)]);
         b.stop(JobId(2), 800_000);
-        assert!(
-            !b.can_start(JobId(3), 850_000),
+        assert_eq!(
+            b.refusal(JobId(3), 850_000),
+            Some(Reason::NoBoostNodeBudget),
             "no job may boost past the node share"
         );
         assert!(
@@ -392,6 +406,7 @@ mod tests {
         b.note_cpu(compute, 10_000_000, 40_000_000);
         // 30 of 40 ms: past half + 5 ms.
         assert!(!b.can_start(chatty, 40_000_000));
+        assert_eq!(b.refusal(chatty, 40_000_000), Some(Reason::NoBoostCpuShare));
         assert!(b.can_start(compute, 40_000_000));
         b.start(compute, 40_000_000);
         assert!(b.exhausted(40_000_000).is_empty());
@@ -429,7 +444,7 @@ mod tests {
         assert!(b.exhausted(499_999).is_empty());
         assert_eq!(b.exhausted(500_000), vec![job]);
         b.stop(job, 500_000);
-        assert!(!b.can_start(job, 600_000));
+        assert_eq!(b.refusal(job, 600_000), Some(Reason::NoBoostJobBudget));
         assert!(b.can_start(job, 1_000_000));
     }
 

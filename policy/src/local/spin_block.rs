@@ -21,7 +21,7 @@
 //! learned per task ([`spin_learning`](super::spin_learning)).
 
 use super::action::{Action, Level, Reason};
-use super::combined::{DynamicCoscheduler, Rules};
+use super::combined::{BoostOutcome, DynamicCoscheduler, Rules};
 use super::config::ConfigError;
 use super::fairness::FairnessParams;
 use super::hold::{BoostRule, BoostSource, Hold};
@@ -262,7 +262,9 @@ impl DynamicCoscheduler {
 
     /// Wakes a blocked task whose message came. Unless it is on a CPU already,
     /// it is boosted (DCS boost in `dcs-sb`, wake boost in SB) when its job's
-    /// budget allows; otherwise it goes back to its original attributes.
+    /// budget allows; otherwise it goes back to its original attributes,
+    /// and when the policy has a wake boost the hand-back's reason says why
+    /// it got none ([`Reason::is_refusal`]).
     pub(crate) fn wake(
         &mut self,
         task: TaskId,
@@ -278,9 +280,7 @@ impl DynamicCoscheduler {
         }
         managed.hold = Hold::Free;
         self.yields.remove(&task);
-        let boost = if on_cpu {
-            None
-        } else if let Some(rule) = self.rules.demand {
+        let boost = if let Some(rule) = self.rules.demand {
             Some((rule, BoostSource::Arrival, Reason::ArrivalBoost))
         } else {
             self.rules
@@ -289,11 +289,15 @@ impl DynamicCoscheduler {
                 .and_then(|r| r.wake_boost)
                 .map(|rule| (rule, BoostSource::Wake, Reason::WakeOnArrival))
         };
-        if let Some((rule, source, why)) = boost
-            && self.try_boost(task, source, rule, why, out)
-        {
-            return;
-        }
-        self.apply(task, reason, out);
+        let handed_back = match boost {
+            None => reason,
+            Some(_) if on_cpu => Reason::NoBoostOnCpu,
+            Some((rule, source, why)) => match self.try_boost(task, source, rule, why, out) {
+                BoostOutcome::Boosted | BoostOutcome::AlreadyBoosted => return,
+                BoostOutcome::NotManaged => reason,
+                BoostOutcome::Refused(refusal) => refusal,
+            },
+        };
+        self.apply(task, handed_back, out);
     }
 }

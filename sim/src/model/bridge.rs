@@ -20,7 +20,9 @@ use super::{Calendar, Cluster, SimEvent};
 impl Cluster {
     /// Schedules what the node's policy decided.
     fn take_actions(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
-        let actions = self.nodes[node as usize].driver.take_actions();
+        let mut actions = self.nodes[node as usize].driver.take_actions();
+        // A refusal changes no level: nothing to apply, no reaction.
+        actions.retain(|a| matches!(a, cosched_policy::local::Action::SetLevel { .. }));
         if !actions.is_empty() {
             // One reaction for the decisions of one look, applied in the
             // order the agent took them.
@@ -40,7 +42,10 @@ impl Cluster {
                 task,
                 level,
                 reason,
-            } = action;
+            } = action
+            else {
+                continue;
+            };
             cal.at(
                 at,
                 SimEvent::ApplyLevel {

@@ -174,3 +174,83 @@ fn coordinator_policy_overrides_the_file_until_it_leaves() {
     assert_eq!(e.running_policy().as_str(), "sb", "the file's policy again");
     assert_eq!(e.k.settings.wake_on_offcpu_arrival, offcpu_arrival::OFF);
 }
+
+/// DCS: a boost the policy refuses (the receiver's job got more than its
+/// equal share of the CPU in the window) changes no level, but is counted
+/// by its reason and shows in a timeline recording, so a probe can tell
+/// why a rank with a message was left waiting.
+#[test]
+fn an_arrival_boost_refused_is_counted_and_recorded_with_its_reason() {
+    let mut e = engine_with("dcs");
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn(200, SchedAttr::other(0));
+    e.adopt(1, "receiver", &[100], None).unwrap();
+    e.adopt(2, "other", &[200], None).unwrap();
+    e.k.now = 1_000_000_000;
+    let spun_and_preempted = |now: u64, oncpu_ns: u64| TaskStats {
+        switches_in: 1,
+        switches_out_preempted: 1,
+        last_out_preempted: 1,
+        last_run_start_ns: now - 3_000_000,
+        last_switch_out_ns: now - 2_000_000,
+        spin_episode_start_ns: now - 2_500_000,
+        recv_empty: 40,
+        oncpu_ns,
+        ..TaskStats::default()
+    };
+    let computing = |now: u64, oncpu_ns: u64| TaskStats {
+        switches_in: 1,
+        on_cpu: 1,
+        last_run_start_ns: now - 2_000_000,
+        oncpu_ns,
+        ..TaskStats::default()
+    };
+    e.k.cpus.insert(
+        0,
+        cosched_agent_common::CpuSlot {
+            tid: 200,
+            job_id: 2,
+            managed: 1,
+            ..Default::default()
+        },
+    );
+    *e.k.stats_mut(100) = spun_and_preempted(e.k.now, 0);
+    *e.k.stats_mut(200) = computing(e.k.now, 0);
+    e.policy_tick();
+    // 40 ms later, in the same 100 ms window: job 1 ran 35 ms, job 2 5 ms.
+    e.k.now += 40_000_000;
+    *e.k.stats_mut(100) = spun_and_preempted(e.k.now, 35_000_000);
+    *e.k.stats_mut(200) = computing(e.k.now, 5_000_000);
+    e.policy_tick();
+    e.start_recording(100, None).unwrap();
+    e.k.events.push_back(Event {
+        kind: event_kind::ARRIVAL,
+        tid: 100,
+        job_id: 1,
+        flags: event_flags::TASK_SPINNING,
+        ts_ns: e.k.now,
+        arg: 0,
+    });
+    e.drain_events();
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "not boosted");
+    assert_eq!(
+        e.metrics
+            .decisions
+            .with_label_values(&["no-boost-cpu-share"])
+            .get(),
+        1
+    );
+    let t = e.finish_recording().unwrap();
+    let decisions: Vec<(u32, &str)> = t
+        .decisions
+        .iter()
+        .map(|d| (d.tid, d.reason.as_str()))
+        .collect();
+    assert_eq!(decisions, [(100, "no-boost-cpu-share")]);
+    assert!(
+        !t.actions
+            .iter()
+            .any(|a| a.tid == 100 && a.level != "normal"),
+        "no level changed"
+    );
+}

@@ -108,7 +108,8 @@ fn wake_without_budget_still_wakes() {
     h.arrive(T1, ms(2), false);
     assert_eq!(
         h.last(T1),
-        Some((ms(2), Level::Normal, Reason::WakeOnArrival))
+        Some((ms(2), Level::Normal, Reason::NoBoostJobBudget)),
+        "woken without its boost, saying why"
     );
 }
 
@@ -178,8 +179,39 @@ fn chatty_job_past_its_equal_cpu_share_is_not_boosted() {
     h.preempt(T1, ms(40));
     h.arrive(T1, ms(41), false);
     assert_eq!(h.level(T1), Level::Normal, "boosted past its equal share");
+    assert_eq!(
+        h.refusals(T1),
+        vec![(ms(41), Reason::NoBoostCpuShare)],
+        "the refused boost is reported, with why"
+    );
     // Next window: shares start equal again.
     h.tick_with(ms(100), &cpu_times(ms(30), ms(70)));
     h.arrive(T1, ms(101), false);
     assert_eq!(h.level(T1), BOOST10);
+    assert_eq!(h.refusals(T1).len(), 1, "a boost given is no refusal");
+}
+
+/// SB's wake boost refused by the equal-share rule: the blocked task is
+/// still woken by its message, and the hand-back names the rule.
+#[test]
+fn blocked_task_of_a_job_past_its_equal_share_is_woken_saying_why_it_got_no_boost() {
+    let mut h = Harness::of_kind(PolicyKind::Sb);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    h.tick_with(ms(1), &cpu_times(0, 0));
+    h.tick_with(ms(40), &cpu_times(ms(30), ms(10)));
+    // T1 runs again, waits past its threshold and is blocked.
+    h.preempt(T2, ms(40));
+    h.run(T1, 0, ms(40));
+    h.spin(T1, ms(40));
+    h.advance_to(ms(41));
+    assert_eq!(h.level(T1), Level::Demote);
+    h.preempt(T1, ms(41));
+    h.run(T2, 0, ms(41));
+    h.arrive(T1, ms(42), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(42), Level::Normal, Reason::NoBoostCpuShare))
+    );
 }

@@ -173,20 +173,30 @@ impl<P: LocalPolicy> Harness<P> {
         self.policy.level_of(task)
     }
 
-    /// `(time, level, reason)` of every action for `task`.
+    /// `(time, level, reason)` of every level change for `task`.
     pub fn history(&self, task: TaskId) -> Vec<(u64, Level, Reason)> {
         self.log
             .iter()
-            .filter_map(
-                |&(
-                    t,
-                    Action::SetLevel {
-                        task: a,
-                        level,
-                        reason,
-                    },
-                )| (a == task).then_some((t, level, reason)),
-            )
+            .filter_map(|&(t, action)| match action {
+                Action::SetLevel {
+                    task: a,
+                    level,
+                    reason,
+                } => (a == task).then_some((t, level, reason)),
+                Action::Refused { .. } => None,
+            })
+            .collect()
+    }
+
+    /// `(time, reason)` of every boost refused to `task` without a level
+    /// change ([`Action::Refused`]).
+    pub fn refusals(&self, task: TaskId) -> Vec<(u64, Reason)> {
+        self.log
+            .iter()
+            .filter_map(|&(t, action)| match action {
+                Action::Refused { task: a, reason } => (a == task).then_some((t, reason)),
+                Action::SetLevel { .. } => None,
+            })
             .collect()
     }
 

@@ -249,7 +249,15 @@ impl Oracle {
     }
 
     fn record(&mut self, actions: Vec<Action>) {
-        for Action::SetLevel { task, level, .. } in actions {
+        for action in actions {
+            let Action::SetLevel { task, level, .. } = action else {
+                let Action::Refused { task, reason } = action else {
+                    unreachable!()
+                };
+                assert!(reason.is_refusal(), "refusal for {task} by {reason}");
+                assert!(self.managed.contains(&task), "refusal for unmanaged {task}");
+                continue;
+            };
             assert!(
                 self.managed.contains(&task),
                 "action for unmanaged {task}: {level:?}"

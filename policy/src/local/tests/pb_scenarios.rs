@@ -22,11 +22,12 @@ fn t2_spinning_others_ready(kind: PolicyKind) -> Harness {
 fn periodic_boosts(h: &Harness) -> Vec<(u64, TaskId)> {
     h.log
         .iter()
-        .filter_map(
-            |&(t, crate::local::Action::SetLevel { task, reason, .. })| {
+        .filter_map(|&(t, action)| match action {
+            crate::local::Action::SetLevel { task, reason, .. } => {
                 (reason == Reason::PeriodicBoost).then_some((t, task))
-            },
-        )
+            }
+            crate::local::Action::Refused { .. } => None,
+        })
         .collect()
 }
 

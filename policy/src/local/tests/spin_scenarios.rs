@@ -378,3 +378,122 @@ fn wake_boost_after_send_survives_the_poll_right_after_the_receive() {
         Some((ms(3) + us(45), Level::Normal, Reason::BoostEndWaiting))
     );
 }
+
+/// A blocked task whose message comes while it is on its CPU (it ran at
+/// SCHED_IDLE) needs no boost: it is handed back, and the reason says so.
+#[test]
+fn blocked_task_woken_on_its_cpu_is_handed_back_saying_it_runs() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sb));
+    h.advance_to(ms(2));
+    assert_eq!(h.level(T1), Level::Demote);
+    h.arrive(T1, ms(2) + us(100), true);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(2) + us(100), Level::Normal, Reason::NoBoostOnCpu))
+    );
+}
+
+/// SY has no wake boost: its hand-back is no refusal.
+#[test]
+fn spin_yield_hands_back_without_a_refusal() {
+    let mut h = t1_spinning_from_1ms(Harness::of_kind(PolicyKind::Sy));
+    h.advance_to(ms(4));
+    assert_eq!(h.level(T1), Level::Demote);
+    h.arrive(T1, ms(4), false);
+    assert_eq!(h.last(T1).map(|l| l.2), Some(Reason::WakeOnArrival));
+}
+
+/// What the agent's look saw last: T1 switched in at 0 and started waiting
+/// at 10 us; it left its CPU at 20 us (preempted, still waiting for a
+/// message its peer has not sent), which no event has told yet. Traced on
+/// the OpenMPI ping-pong under DCS-SB (docs/benchmarks.md, "SB and DCS-SB
+/// on real MPI"): 40 % of all blocks were of such ranks, blocked at the
+/// next event after their supposed threshold and handed back 15 us later
+/// when the tick replayed their switch-out.
+fn t1_seen_running_then_preempted(kind: PolicyKind) -> Harness {
+    let mut h = Harness::of_kind(kind);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    h.preempt(T2, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, us(10));
+    h
+}
+
+#[test]
+fn a_rank_a_past_look_saw_running_is_not_blocked_before_a_tick_shows_where_it_is() {
+    for kind in [PolicyKind::DcsSb, PolicyKind::Sb, PolicyKind::PbSb] {
+        let mut h = t1_seen_running_then_preempted(kind);
+        // An event between ticks, after T1's would-be threshold: another
+        // task's wait. (The harness's own ticks are bypassed: in the agent
+        // every tick carries a snapshot.)
+        let mut out = Vec::new();
+        h.policy.on_event(
+            &crate::local::Event::SpinStarted {
+                task: T2,
+                at: us(600),
+            },
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|a| a.task() == T1),
+            "{kind}: T1 blocked on a view of its CPU 580 us old: {out:?}"
+        );
+        assert_eq!(
+            h.policy.next_wakeup(),
+            Some(us(600)),
+            "{kind}: a tick now, to look"
+        );
+        // The tick: T1 left its CPU at 20 us and still waits, T2 runs.
+        let mut snapshot = message_pending_off_cpu(T1, 0, true, T2);
+        snapshot.tasks[0].pending_message = false;
+        snapshot.tasks[0].spinning_since = Some(us(10));
+        h.policy.on_event(
+            &crate::local::Event::SwitchedOut {
+                task: T1,
+                at: us(20),
+                how: crate::local::SwitchOut::Preempted,
+            },
+            &mut out,
+        );
+        h.policy.on_event(
+            &crate::local::Event::Tick {
+                at: us(600),
+                snapshot: Some(&snapshot),
+            },
+            &mut out,
+        );
+        assert!(
+            !out.iter().any(|a| a.task() == T1),
+            "{kind}: T1 spun 10 us on its CPU, not 500: {out:?}"
+        );
+    }
+}
+
+/// The control: a rank that really spins on its CPU past its threshold is
+/// blocked at the tick that sees it.
+#[test]
+fn a_rank_a_tick_sees_spinning_on_its_cpu_past_its_threshold_is_blocked() {
+    let mut h = t1_seen_running_then_preempted(PolicyKind::DcsSb);
+    let mut snapshot = message_pending_off_cpu(T1, 0, false, T1);
+    snapshot.tasks[0].on_cpu = true;
+    snapshot.tasks[0].pending_message = false;
+    snapshot.tasks[0].spinning_since = Some(us(10));
+    let mut out = Vec::new();
+    h.policy.on_event(
+        &crate::local::Event::Tick {
+            at: us(600),
+            snapshot: Some(&snapshot),
+        },
+        &mut out,
+    );
+    assert_eq!(
+        out,
+        vec![crate::local::Action::SetLevel {
+            task: T1,
+            level: Level::Demote,
+            reason: Reason::SpinThresholdBlock
+        }]
+    );
+}
