@@ -221,7 +221,23 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
         cluster.logs()
     );
     assert!(decisions("spin-threshold-block") >= 1.0);
-    let woken_before = decisions("wake-on-arrival");
+    // A message hands the held rank back: with its wake boost
+    // (`wake-on-arrival`) or, when the policy refuses the boost, under the
+    // refusal's reason (a demoted rank alone on its CPU keeps spinning
+    // there, so it is handed back `no-boost-on-cpu`).
+    let handed_back_by_message = || {
+        [
+            "wake-on-arrival",
+            "no-boost-on-cpu",
+            "no-boost-job-budget",
+            "no-boost-node-budget",
+            "no-boost-cpu-share",
+        ]
+        .into_iter()
+        .map(decisions)
+        .sum::<f64>()
+    };
+    let woken_before = handed_back_by_message();
 
     // 2. Rank 1 runs again: its message releases rank 0.
     signal(rank1, libc::SIGCONT);
@@ -234,7 +250,7 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
         cluster.logs()
     );
     assert!(
-        decisions("wake-on-arrival") > woken_before,
+        handed_back_by_message() > woken_before,
         "rank 0 was released, but not by its message\n{}",
         sb_agent.metrics()
     );

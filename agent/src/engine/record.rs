@@ -47,6 +47,16 @@ impl Recording {
     fn full(&self) -> bool {
         self.events() >= self.max_events as usize
     }
+
+    /// The timeline, if it has room for one more entry; a full one is
+    /// marked truncated instead, so the reader knows entries were dropped.
+    fn room(&mut self) -> Option<&mut NodeTimeline> {
+        if self.full() {
+            self.timeline.truncated = true;
+            return None;
+        }
+        Some(&mut self.timeline)
+    }
 }
 
 fn slice_of(gang: Option<&super::Gang>, ts_ns: u64) -> Slice {
@@ -148,11 +158,9 @@ impl<K: Kernel> Engine<K> {
             tracing::warn!("draining timeline records: {e}");
         }
         for rec in &records {
-            if r.full() {
-                r.timeline.truncated = true;
+            let Some(t) = r.room() else {
                 break;
-            }
-            let t = &mut r.timeline;
+            };
             match rec.kind {
                 timeline_kind::SWITCH => t.switches.push(Switch {
                     ts_ns: rec.ts_ns,
@@ -226,15 +234,11 @@ impl<K: Kernel> Engine<K> {
 
     /// A task's level changed (recorded while recording).
     pub(super) fn record_action(&mut self, tid: u32, level: Level) {
-        let Some(r) = self.recording.as_mut() else {
+        let Some(timeline) = self.recording.as_mut().and_then(Recording::room) else {
             return;
         };
-        if r.full() {
-            r.timeline.truncated = true;
-            return;
-        }
         let job = self.reg.task(tid).map_or(0, |s| s.job);
-        r.timeline.actions.push(Action {
+        timeline.actions.push(Action {
             ts_ns: self.k.now_ns(),
             tid,
             job,
@@ -246,15 +250,11 @@ impl<K: Kernel> Engine<K> {
     /// change, or a boost it refused): recorded while recording, so a probe
     /// sees why a task was handed back without a boost.
     pub(super) fn record_decision(&mut self, tid: u32, reason: &str) {
-        let Some(r) = self.recording.as_mut() else {
+        let Some(timeline) = self.recording.as_mut().and_then(Recording::room) else {
             return;
         };
-        if r.full() {
-            r.timeline.truncated = true;
-            return;
-        }
         let job = self.reg.task(tid).map_or(0, |s| s.job);
-        r.timeline.decisions.push(Decision {
+        timeline.decisions.push(Decision {
             ts_ns: self.k.now_ns(),
             tid,
             job,
@@ -264,14 +264,10 @@ impl<K: Kernel> Engine<K> {
 
     /// The coordinator's slice changed (recorded while recording).
     pub(super) fn record_slice(&mut self) {
-        let Some(r) = self.recording.as_mut() else {
+        let Some(timeline) = self.recording.as_mut().and_then(Recording::room) else {
             return;
         };
-        if r.full() {
-            r.timeline.truncated = true;
-            return;
-        }
-        r.timeline
+        timeline
             .slices
             .push(slice_of(self.gang.as_ref(), self.k.now_ns()));
     }

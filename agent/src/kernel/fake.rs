@@ -180,6 +180,19 @@ impl FakeKernel {
     pub fn stats_mut(&mut self, tid: u32) -> &mut TaskStats {
         self.tracked.get_mut(&tid).expect("task not tracked")
     }
+
+    /// The eBPF side's view: managed task `tid` of `job_id` runs on `cpu`.
+    pub fn run_on_cpu(&mut self, cpu: u32, tid: u32, job_id: u32) {
+        self.cpus.insert(
+            cpu,
+            CpuSlot {
+                tid,
+                job_id,
+                managed: 1,
+                ..Default::default()
+            },
+        );
+    }
 }
 
 impl TaskControl for FakeKernel {

@@ -32,15 +32,7 @@ fn preempted_spinner_is_boosted_on_arrival_and_the_reaction_is_recorded() {
         last_run_start_ns: e.k.now - 2_000_000,
         ..TaskStats::default()
     };
-    e.k.cpus.insert(
-        0,
-        cosched_agent_common::CpuSlot {
-            tid: 200,
-            job_id: 2,
-            managed: 1,
-            ..Default::default()
-        },
-    );
+    e.k.run_on_cpu(0, 200, 2);
     e.policy_tick();
     assert_eq!(e.k.attr(100), SchedAttr::other(0), "no message yet");
     let sent_at = e.k.now;
@@ -87,15 +79,7 @@ fn spinner_reported_past_its_threshold_is_blocked_at_once() {
         ..TaskStats::default()
     };
     *e.k.stats_mut(100) = running;
-    e.k.cpus.insert(
-        0,
-        cosched_agent_common::CpuSlot {
-            tid: 100,
-            job_id: 1,
-            managed: 1,
-            ..Default::default()
-        },
-    );
+    e.k.run_on_cpu(0, 100, 1);
     e.policy_tick();
     assert_eq!(e.k.attr(100), SchedAttr::other(0), "computing");
     // It starts waiting at once and spins 500 µs: the report comes.
@@ -205,15 +189,7 @@ fn an_arrival_boost_refused_is_counted_and_recorded_with_its_reason() {
         oncpu_ns,
         ..TaskStats::default()
     };
-    e.k.cpus.insert(
-        0,
-        cosched_agent_common::CpuSlot {
-            tid: 200,
-            job_id: 2,
-            managed: 1,
-            ..Default::default()
-        },
-    );
+    e.k.run_on_cpu(0, 200, 2);
     *e.k.stats_mut(100) = spun_and_preempted(e.k.now, 0);
     *e.k.stats_mut(200) = computing(e.k.now, 0);
     e.policy_tick();
