@@ -4,34 +4,55 @@ use cosched_agent_common::{event_flags, offcpu_arrival};
 
 use super::*;
 
+/// An engine under `policy` with two jobs of one task each at t = 1 s:
+/// task 100 (job 1, named `name`) and task 200 (job 2, "other").
+fn two_jobs(policy: &str, name: &str) -> Engine<FakeKernel> {
+    let mut e = engine_with(policy);
+    e.k.spawn(100, SchedAttr::other(0));
+    e.k.spawn(200, SchedAttr::other(0));
+    e.adopt(1, name, &[100], None).unwrap();
+    e.adopt(2, "other", &[200], None).unwrap();
+    e.k.now = 1_000_000_000;
+    e
+}
+
+/// A task that spun (40 empty receives) and was preempted 2 ms before
+/// `now`, having used `oncpu_ns` of CPU.
+fn spun_and_preempted(now: u64, oncpu_ns: u64) -> TaskStats {
+    TaskStats {
+        switches_in: 1,
+        switches_out_preempted: 1,
+        last_out_preempted: 1,
+        last_run_start_ns: now - 3_000_000,
+        last_switch_out_ns: now - 2_000_000,
+        spin_episode_start_ns: now - 2_500_000,
+        recv_empty: 40,
+        oncpu_ns,
+        ..TaskStats::default()
+    }
+}
+
+/// A task computing on its CPU since 2 ms before `now`, having used
+/// `oncpu_ns` of CPU.
+fn computing(now: u64, oncpu_ns: u64) -> TaskStats {
+    TaskStats {
+        switches_in: 1,
+        on_cpu: 1,
+        last_run_start_ns: now - 2_000_000,
+        oncpu_ns,
+        ..TaskStats::default()
+    }
+}
+
 /// DCS: a receiver preempted while it spun gets its message: the arrival
 /// record boosts it at once, and the reaction is recorded from the record's
 /// timestamp.
 #[test]
 fn preempted_spinner_is_boosted_on_arrival_and_the_reaction_is_recorded() {
-    let mut e = engine_with("dcs");
-    e.k.spawn(100, SchedAttr::other(0));
-    e.k.spawn(200, SchedAttr::other(0));
-    e.adopt(1, "receiver", &[100], None).unwrap();
-    e.adopt(2, "other", &[200], None).unwrap();
-    e.k.now = 1_000_000_000;
+    let mut e = two_jobs("dcs", "receiver");
     // 100 spun and was preempted by 200, which computes on CPU 0.
-    *e.k.stats_mut(100) = TaskStats {
-        switches_in: 1,
-        switches_out_preempted: 1,
-        last_out_preempted: 1,
-        last_run_start_ns: e.k.now - 3_000_000,
-        last_switch_out_ns: e.k.now - 2_000_000,
-        spin_episode_start_ns: e.k.now - 2_500_000,
-        recv_empty: 40,
-        ..TaskStats::default()
-    };
-    *e.k.stats_mut(200) = TaskStats {
-        switches_in: 1,
-        on_cpu: 1,
-        last_run_start_ns: e.k.now - 2_000_000,
-        ..TaskStats::default()
-    };
+    *e.k.stats_mut(100) = spun_and_preempted(e.k.now, 0);
+    *e.k.stats_mut(200) = computing(e.k.now, 0);
     e.k.run_on_cpu(0, 200, 2);
     e.policy_tick();
     assert_eq!(e.k.attr(100), SchedAttr::other(0), "no message yet");
@@ -165,30 +186,7 @@ fn coordinator_policy_overrides_the_file_until_it_leaves() {
 /// why a rank with a message was left waiting.
 #[test]
 fn an_arrival_boost_refused_is_counted_and_recorded_with_its_reason() {
-    let mut e = engine_with("dcs");
-    e.k.spawn(100, SchedAttr::other(0));
-    e.k.spawn(200, SchedAttr::other(0));
-    e.adopt(1, "receiver", &[100], None).unwrap();
-    e.adopt(2, "other", &[200], None).unwrap();
-    e.k.now = 1_000_000_000;
-    let spun_and_preempted = |now: u64, oncpu_ns: u64| TaskStats {
-        switches_in: 1,
-        switches_out_preempted: 1,
-        last_out_preempted: 1,
-        last_run_start_ns: now - 3_000_000,
-        last_switch_out_ns: now - 2_000_000,
-        spin_episode_start_ns: now - 2_500_000,
-        recv_empty: 40,
-        oncpu_ns,
-        ..TaskStats::default()
-    };
-    let computing = |now: u64, oncpu_ns: u64| TaskStats {
-        switches_in: 1,
-        on_cpu: 1,
-        last_run_start_ns: now - 2_000_000,
-        oncpu_ns,
-        ..TaskStats::default()
-    };
+    let mut e = two_jobs("dcs", "receiver");
     e.k.run_on_cpu(0, 200, 2);
     *e.k.stats_mut(100) = spun_and_preempted(e.k.now, 0);
     *e.k.stats_mut(200) = computing(e.k.now, 0);
