@@ -155,3 +155,19 @@ pub fn write_outputs<R: serde::Serialize>(
     }
     Ok(())
 }
+
+/// A number a bench's JSON holds as `null` (serde_json writes NaN so) reads
+/// back as NaN: for reading earlier reports (`--merge`, `mpi-pool`).
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize as _;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A list of numbers with `null`s for NaN, read back (see [`nan_if_null`]).
+pub fn nans_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    use serde::Deserialize as _;
+    Ok(Vec::<Option<f64>>::deserialize(d)?
+        .into_iter()
+        .map(|x| x.unwrap_or(f64::NAN))
+        .collect())
+}

@@ -1,4 +1,4 @@
-//! `cargo xtask bench overhead|idle|local|gang|mpi|rt|scale`.
+//! `cargo xtask bench overhead|idle|local|gang|mpi|mpi-pool|rt|scale`.
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use anyhow::{Context as _, Result};
@@ -58,10 +58,13 @@ enum BenchCommand {
     /// Paired Gang Scheduling's mixes, per slice length; switch skew; the issue's targets.
     Gang(GangArgs),
     /// Real MPI programs (OpenMPI and MPICH with their own launchers):
-    /// dedicated, plain Linux, the library's yield mode, every local policy
-    /// (and gang / paired gang once jobs can be attached to the
-    /// coordinator) at MPL 2 and 3; slowdown = time ÷ dedicated time.
+    /// dedicated, plain Linux, the library's yield mode, every local policy,
+    /// gang and paired gang at MPL 2 and 3; slowdown = time ÷ dedicated time.
     Mpi(MpiArgs),
+    /// Several `bench mpi` reports (JSON) pooled into one: every run of a
+    /// cell from every report, slowdowns against the median of every
+    /// dedicated run, issue 12's targets judged on that.
+    MpiPool(MpiPoolArgs),
     /// Best-effort and real-time jobs together (the BE/RT paper's §5, scaled
     /// down): Poisson arrivals in proportions 2:1, 9:1, 1:9 at a few rates,
     /// without and (9:1) with admission control; columns 1GS, 2DCS-TDM,
@@ -308,6 +311,19 @@ impl MpiArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct MpiPoolArgs {
+    /// The reports (`bench mpi --json`), at least two.
+    #[arg(required = true, num_args = 2..)]
+    reports: Vec<PathBuf>,
+    /// Write the pooled rows as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write the pooled slowdown chart here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 struct RtArgs {
     /// Mixes RT:BE measured without admission control [default: 2:1,9:1,1:9].
     #[arg(long, value_delimiter = ',', value_parser = Mix::parse)]
@@ -469,6 +485,11 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 report.failed_rows(),
                 report.rows.len(),
             ));
+        }
+        BenchCommand::MpiPool(args) => {
+            let report =
+                mpi::pool_reports(&args.reports, args.json.as_deref(), args.svg.as_deref())?;
+            return Ok(exit_code(false, report.failed_rows(), report.rows.len()));
         }
         BenchCommand::Rt(args) => {
             let report = rt::run(workspace, &args.options())?;

@@ -12,9 +12,11 @@
 //!
 //! Modules: `workloads` (the programs and their settings), `columns`,
 //! `run` (one run: launch, hand-off to the agents, timing), `matrix` (the
-//! loop), `rows` (medians, table, chart rows), `targets`.
+//! loop), `rows` (medians, table, chart rows), `targets`, `pool` (several
+//! reports judged as one: `bench mpi-pool`).
 pub mod columns;
 pub mod matrix;
+pub mod pool;
 pub mod rows;
 pub mod run;
 pub mod targets;
@@ -269,6 +271,28 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
         rows,
         targets,
         interrupted: samples.interrupted,
+    })
+}
+
+/// `bench mpi-pool`: the reports in `paths` pooled, printed and judged,
+/// written like a run's.
+pub fn pool_reports(
+    paths: &[PathBuf],
+    json: Option<&std::path::Path>,
+    svg: Option<&std::path::Path>,
+) -> anyhow::Result<MpiReport> {
+    let (rows, targets) = pool::pool_files(paths)?;
+    print!("{}", rows::table(&rows));
+    for t in &targets {
+        println!("{}", t.line());
+    }
+    write_outputs(json, svg, &rows, || {
+        titled_slowdown_chart(&rows::chart_rows(&rows), CHART_TITLE)
+    })?;
+    Ok(MpiReport {
+        rows,
+        targets,
+        interrupted: false,
     })
 }
 

@@ -3,20 +3,23 @@
 //! slowdown chart of `bench local` draws.
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{
     columns::Column,
     matrix::{Key, Plan, Samples, dedicated_key},
     run::RunResult,
 };
-use crate::bench::gang::skew::Histogram;
 use crate::bench::local::{
     metrics::median_finite,
     rows::{Row, num, one_line, sample_chart_row},
 };
+use crate::bench::{
+    common::{nan_if_null, nans_if_null},
+    gang::skew::Histogram,
+};
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MpiRow {
     pub lib: String,
     pub workload: String,
@@ -33,29 +36,49 @@ pub struct MpiRow {
     pub failed_runs: u32,
     /// Median over repetitions of the jobs' mean time per iteration ÷ the
     /// median dedicated time per iteration (HPCC: whole runs).
+    #[serde(deserialize_with = "nan_if_null")]
     pub slowdown: f64,
     /// The same for the slowest job of each run.
+    #[serde(deserialize_with = "nan_if_null")]
     pub slowdown_worst: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub per_iteration_s: f64,
     /// Each successful run's mean time per iteration over its jobs, in the
     /// order run: the spread behind the median (for the dedicated row, the
     /// runs that bracket every MPL block).
+    #[serde(deserialize_with = "nans_if_null")]
     pub per_iteration_runs_s: Vec<f64>,
+    /// Each successful run's slowest job's time per iteration, in the same
+    /// order (reports older than this field have none).
+    #[serde(default, deserialize_with = "nans_if_null")]
+    pub worst_per_iteration_runs_s: Vec<f64>,
+    #[serde(deserialize_with = "nan_if_null")]
     pub dedicated_per_iteration_s: f64,
     /// The latest any job reached the common start (s; 0: all on time).
+    #[serde(deserialize_with = "nan_if_null")]
     pub late_start_s: f64,
     /// Per job, medians: what the agents saw and did.
+    #[serde(deserialize_with = "nan_if_null")]
     pub messages_observed: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub cpu_seconds: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub spin_seconds: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub context_switches: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub boosts: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub actions: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub agent_cpu_percent: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub outside_cpu_percent: f64,
     /// Coordinator columns: the coordinator's slice-switch skew over every
     /// run of the cell (one histogram), µs; NaN (null) elsewhere.
+    #[serde(deserialize_with = "nan_if_null")]
     pub skew_p50_us: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     pub skew_p99_us: f64,
 }
 
@@ -76,6 +99,14 @@ fn med(runs: &[RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
 /// Median over runs of the mean over jobs of `f`.
 fn med_jobs(runs: &[RunResult], f: impl Fn(&super::run::JobRun) -> f64) -> f64 {
     med(runs, |r| mean(r.jobs.iter().map(&f)))
+}
+
+/// A run's slowest job's time per iteration.
+fn slowest_job_per_iteration_s(r: &RunResult) -> f64 {
+    r.jobs
+        .iter()
+        .map(|j| j.per_iteration_s)
+        .fold(f64::NAN, f64::max)
 }
 
 /// Every row of the plan, in the table's order.
@@ -129,12 +160,8 @@ fn row(
     runs.iter()
         .filter_map(|r| r.skew.as_ref())
         .for_each(|h| skew.add(h));
-    let worst = med(runs, |r| {
-        r.jobs
-            .iter()
-            .map(|j| j.per_iteration_s)
-            .fold(f64::NAN, f64::max)
-    });
+    let worst_runs: Vec<f64> = runs.iter().map(slowest_job_per_iteration_s).collect();
+    let worst = median_finite(worst_runs.iter().copied());
     MpiRow {
         lib: key.0.as_str().into(),
         workload: key.1.as_str().into(),
@@ -151,6 +178,7 @@ fn row(
             .iter()
             .map(|r| mean(r.jobs.iter().map(|j| j.per_iteration_s)))
             .collect(),
+        worst_per_iteration_runs_s: worst_runs,
         dedicated_per_iteration_s,
         late_start_s: med(runs, |r| {
             r.jobs.iter().map(|j| j.late_start_s).fold(0.0, f64::max)
@@ -167,6 +195,43 @@ fn row(
         outside_cpu_percent: med(runs, |r| r.outside_cpu_percent),
         skew_p50_us: skew.quantile(0.5) * 1e6,
         skew_p99_us: skew.quantile(0.99) * 1e6,
+    }
+}
+
+#[cfg(test)]
+impl MpiRow {
+    /// A measured row for tests: `runs` per-iteration times (each run's
+    /// slowest job 10 % slower), slowdown against `dedicated`, counters 0.
+    pub fn measured(lib: &str, w: &str, mpl: u32, col: &str, runs: &[f64], dedicated: f64) -> Self {
+        let per_iteration_s = median_finite(runs.iter().copied());
+        let worst: Vec<f64> = runs.iter().map(|t| t * 1.1).collect();
+        MpiRow {
+            lib: lib.into(),
+            workload: w.into(),
+            mpl,
+            column: col.into(),
+            status: "ok".into(),
+            error: None,
+            reps: runs.len(),
+            failed_runs: 0,
+            slowdown: per_iteration_s / dedicated,
+            slowdown_worst: median_finite(worst.iter().copied()) / dedicated,
+            per_iteration_s,
+            per_iteration_runs_s: runs.to_vec(),
+            worst_per_iteration_runs_s: worst,
+            dedicated_per_iteration_s: dedicated,
+            late_start_s: 0.0,
+            messages_observed: 0.0,
+            cpu_seconds: 0.0,
+            spin_seconds: 0.0,
+            context_switches: 0.0,
+            boosts: 0.0,
+            actions: 0.0,
+            agent_cpu_percent: 0.0,
+            outside_cpu_percent: 0.0,
+            skew_p50_us: f64::NAN,
+            skew_p99_us: f64::NAN,
+        }
     }
 }
 

@@ -150,32 +150,7 @@ mod tests {
     use super::*;
 
     fn row(lib: &str, w: &str, mpl: u32, col: &str, slowdown: f64) -> MpiRow {
-        MpiRow {
-            lib: lib.into(),
-            workload: w.into(),
-            mpl,
-            column: col.into(),
-            status: "ok".into(),
-            error: None,
-            reps: 1,
-            failed_runs: 0,
-            slowdown,
-            slowdown_worst: slowdown,
-            per_iteration_s: 1.0,
-            per_iteration_runs_s: vec![1.0],
-            dedicated_per_iteration_s: 1.0,
-            late_start_s: 0.0,
-            messages_observed: 0.0,
-            cpu_seconds: 0.0,
-            spin_seconds: 0.0,
-            context_switches: 0.0,
-            boosts: 0.0,
-            actions: 0.0,
-            agent_cpu_percent: 0.0,
-            outside_cpu_percent: 0.0,
-            skew_p50_us: f64::NAN,
-            skew_p99_us: f64::NAN,
-        }
+        MpiRow::measured(lib, w, mpl, col, &[slowdown], 1.0)
     }
 
     #[test]

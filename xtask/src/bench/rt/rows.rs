@@ -1,13 +1,16 @@
 //! A cell's numbers (pure: from the jobs' results), the table, and issue
 //! 13's targets.
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use super::{
     cell::{CellRun, JobResult},
     columns::{Admission, Column},
     stream::Mix,
 };
-use crate::bench::local::rows::{num, one_line};
+use crate::bench::{
+    common::nan_if_null,
+    local::rows::{num, one_line},
+};
 
 /// The rows of one cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -88,11 +91,6 @@ pub struct Key {
 
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
-}
-
-/// A number a JSON file holds as `null` (serde_json writes NaN so) is NaN.
-fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// Rows of an earlier report (`--merge`) joined with `new`: a cell
