@@ -25,7 +25,7 @@ use super::{
     exits::ExitLog,
     link::{self, LinkConfig, LinkEvent, LinkHandle},
     metrics::CoordMetrics,
-    quantum::QuantumTracker,
+    quantum::{QuantumTracker, UtilBatch},
     spec::job_spec,
     switch::{
         ClassPolicy, Enforcement, Mode, PolicyCommand, SliceLength, Timing, enforcement,
@@ -130,6 +130,8 @@ pub struct CoordNode {
     ready_sent: BTreeSet<JobId>,
     slice_length: SliceLength,
     quanta: QuantumTracker,
+    /// Ended quanta's utilisation not sent yet (sent with switch reports).
+    util_batch: UtilBatch,
     node_cpus: usize,
 }
 
@@ -209,6 +211,7 @@ impl CoordNode {
             ready_sent: BTreeSet::new(),
             slice_length: SliceLength::default(),
             quanta: QuantumTracker::default(),
+            util_batch: UtilBatch::default(),
             node_cpus: node_cpus.max(1),
         }
     }
@@ -271,6 +274,7 @@ impl CoordNode {
         self.schedule = None;
         self.last_division = None;
         self.quanta.reset();
+        self.util_batch.clear();
         self.mode = Mode::default();
         self.local_override = None;
         self.class_policy = ClassPolicy::default();
@@ -848,14 +852,15 @@ impl CoordNode {
         self.metrics
             .switch_lateness
             .observe(switched_at_ns.saturating_sub(switch.apply_at_ns) as f64 / 1e9);
-        if self.reports(switch) {
+        let reported = self.reports(switch);
+        if reported {
             self.link.send(SliceSwitched {
                 epoch: switch.epoch,
                 slice: switch.slice,
                 switched_at_ns,
             });
         }
-        self.measure_quantum(engine, switch, switched_at_ns);
+        self.measure_quantum(engine, switch, switched_at_ns, reported);
     }
 
     /// Ends the previous quantum: utilisation of the jobs that ran in it,
@@ -865,9 +870,14 @@ impl CoordNode {
         engine: &Engine<K>,
         switch: &SwitchSlice,
         now_ns: u64,
+        reported: bool,
     ) {
         if switch.rows.is_empty() {
             self.quanta.reset();
+            // Slicing stopped: what was held goes now, not at some later slice.
+            if let Some(jobs) = self.util_batch.add(Vec::new(), true) {
+                self.link.send(UtilReport { jobs });
+            }
             return;
         }
         let cpu: BTreeMap<JobId, f64> = self
@@ -890,8 +900,8 @@ impl CoordNode {
                 .with_label_values(&[&id, "out"])
                 .inc_by(*outside);
         }
-        if !end.reports.is_empty() {
-            self.link.send(UtilReport { jobs: end.reports });
+        if let Some(jobs) = self.util_batch.add(end.reports, reported) {
+            self.link.send(UtilReport { jobs });
         }
     }
 }

@@ -24,6 +24,41 @@ pub struct QuantumEnd {
     pub attribution: Vec<(JobId, f64, f64)>,
 }
 
+/// Ended quanta's utilisation waiting to be sent. Under a slice schedule
+/// an agent reports one switch in ~100 ms; sending each quantum's
+/// utilisation at its own switch would still cost a message (and a
+/// coordinator wake-up, on a node's CPU in a one-machine cluster) every
+/// slice, so the quanta are sent together with the switch reports. Entries
+/// carry their quantum, so a batch needs no new message.
+#[derive(Debug, Clone, Default)]
+pub struct UtilBatch {
+    entries: Vec<JobUtilisation>,
+}
+
+/// Entries held at most before a batch goes out whatever the switch (a
+/// schedule whose report slices are far apart, many jobs): bounds the
+/// message and the memory.
+pub const MAX_BATCHED_ENTRIES: usize = 64;
+
+impl UtilBatch {
+    /// Adds an ended quantum's reports; returns the batch to send when this
+    /// switch is reported (`reported`) or the batch is full.
+    pub fn add(
+        &mut self,
+        reports: Vec<JobUtilisation>,
+        reported: bool,
+    ) -> Option<Vec<JobUtilisation>> {
+        self.entries.extend(reports);
+        let due = reported || self.entries.len() >= MAX_BATCHED_ENTRIES;
+        (due && !self.entries.is_empty()).then(|| std::mem::take(&mut self.entries))
+    }
+
+    /// The link went down: what was held is for a connection that is gone.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct QuantumTracker {
     open: Option<Open>,
@@ -86,6 +121,47 @@ mod tests {
 
     fn cpu(entries: &[(JobId, f64)]) -> BTreeMap<JobId, f64> {
         entries.iter().copied().collect()
+    }
+
+    fn utilisation(job_id: JobId, quantum: u64) -> JobUtilisation {
+        JobUtilisation {
+            job_id,
+            quantum,
+            cpu_utilisation: 0.5,
+        }
+    }
+
+    #[test]
+    fn quanta_between_report_slices_go_out_together_at_the_next_report() {
+        let mut batch = UtilBatch::default();
+        assert_eq!(batch.add(vec![utilisation(7, 1)], false), None);
+        assert_eq!(batch.add(vec![utilisation(8, 2)], false), None);
+        let sent = batch
+            .add(vec![utilisation(7, 3)], true)
+            .expect("a report slice");
+        let quanta: Vec<u64> = sent.iter().map(|u| u.quantum).collect();
+        assert_eq!(quanta, [1, 2, 3]);
+        // Nothing is sent twice, and a report slice with nothing held sends nothing.
+        assert_eq!(batch.add(Vec::new(), true), None);
+    }
+
+    #[test]
+    fn a_full_batch_goes_out_without_waiting_for_a_report_slice() {
+        let mut batch = UtilBatch::default();
+        for quantum in 0..MAX_BATCHED_ENTRIES as u64 - 1 {
+            assert_eq!(batch.add(vec![utilisation(7, quantum)], false), None);
+        }
+        let sent = batch.add(vec![utilisation(7, 99)], false).expect("full");
+        assert_eq!(sent.len(), MAX_BATCHED_ENTRIES);
+    }
+
+    #[test]
+    fn a_cleared_batch_sends_nothing_of_the_old_connection() {
+        let mut batch = UtilBatch::default();
+        batch.add(vec![utilisation(7, 1)], false);
+        batch.clear();
+        let sent = batch.add(vec![utilisation(7, 2)], true).unwrap();
+        assert_eq!(sent, [utilisation(7, 2)]);
     }
 
     #[test]

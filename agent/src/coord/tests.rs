@@ -814,6 +814,41 @@ fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_sli
     assert_eq!(reported, [10, 12], "only slices that are multiples of 2");
 }
 
+/// Under a schedule the quanta's utilisation goes out with the switch
+/// reports, not one message per slice.
+#[test]
+fn a_schedule_sends_the_quanta_utilisation_with_its_report_slices_only() {
+    let mut h = harness();
+    h.running_job(7, 100);
+    h.running_job(8, 200);
+    h.event(UP);
+    h.drain();
+    let start = monotonic_ns() + 2_000_000;
+    h.message(schedule(10, start, 2_000_000, &[&[7], &[8]], 2));
+    let mut sent_per_switch = Vec::new();
+    for _ in 0..4 {
+        h.fire_timer();
+        let quanta: Vec<Vec<u64>> = h
+            .drain()
+            .into_iter()
+            .filter_map(|message| match message {
+                Message::UtilReport(report) => {
+                    Some(report.jobs.iter().map(|job| job.quantum).collect())
+                }
+                _ => None,
+            })
+            .collect();
+        sent_per_switch.push(quanta);
+    }
+    // Slice 10 ends no quantum; 11 holds quantum 10; report slice 12 sends
+    // quanta 10 and 11 in one message; 13 holds 12.
+    let empty: Vec<Vec<u64>> = Vec::new();
+    assert_eq!(
+        sent_per_switch,
+        [empty.clone(), empty.clone(), vec![vec![10, 11]], empty]
+    );
+}
+
 #[test]
 fn a_late_schedule_applies_its_first_slice_at_once_then_goes_on_from_the_next_due_one() {
     let mut h = harness();

@@ -119,6 +119,11 @@ pub fn classify_util_report(report: &UtilReport) -> UtilKind {
 }
 
 impl Core {
+    /// A scheduled agent reports one slice in this many.
+    fn report_every(&self) -> u64 {
+        (REPORT_PERIOD_NS / self.config.slice_ns.max(1)).max(1)
+    }
+
     /// The switch that starts at `start_ns` (coordinator clock): a slice
     /// (`slice_ns` long) under the matrix policies and 1GS, a division under
     /// 2DCS-TDM, nothing under 2DCS-PS (whose agents share their CPUs
@@ -145,7 +150,13 @@ impl Core {
     /// queues a `SwitchSlice` for every ready node. Returns observations of
     /// slices closed without all their reports.
     pub fn plan_slice(&mut self, start_ns: u64) -> Vec<SwitchObservation> {
-        for samples in self.util.flush_before(self.slice_counter) {
+        // Scheduled agents send their quanta with their switch reports, one
+        // in `report_every` slices: a quantum waits that long for its samples.
+        let waited = self.report_every();
+        for samples in self
+            .util
+            .flush_before(self.slice_counter.saturating_sub(waited))
+        {
             self.learn_quantum(&samples);
         }
         self.refresh_ready();
@@ -264,7 +275,7 @@ impl Core {
                         })
                         .collect(),
                     repeat_from: *repeat_from,
-                    report_every: (REPORT_PERIOD_NS / self.config.slice_ns.max(1)).max(1),
+                    report_every: self.report_every(),
                     strict,
                 };
                 if schedule.reports(number) {

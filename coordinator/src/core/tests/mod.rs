@@ -153,7 +153,12 @@ fn inventory(core: &mut Core, node: usize, jobs: &[u32]) {
 
 /// A core whose nodes all registered and reconciled (empty inventories).
 fn cluster(nodes: usize, policy: GlobalPolicy) -> Core {
-    let mut core = Core::new(config(nodes, policy)).unwrap();
+    cluster_of(config(nodes, policy))
+}
+
+fn cluster_of(config: CoreConfig) -> Core {
+    let nodes = config.nodes.len();
+    let mut core = Core::new(config).unwrap();
     for node in 0..nodes {
         register(&mut core, node, node as u64 + 1);
         inventory(&mut core, node, &[]);
@@ -411,6 +416,35 @@ fn utilisation_reports_of_all_ranks_feed_the_predictor() {
     let view = core.job_view(id).unwrap();
     assert!((view.cpu_percent.unwrap() - 40.0).abs() < 1e-9);
     assert!((view.predicted_percent.unwrap() - 40.0).abs() < 1e-9);
+}
+
+/// Scheduled agents send a quantum's utilisation with their next switch
+/// report, up to `report_every` slices later: a quantum one node reported
+/// at once still waits for the other's and is learned from both.
+#[test]
+fn a_quantum_reported_late_with_a_switch_report_is_learned_from_every_node() {
+    let slice_ns = 10_000_000;
+    let mut core = cluster_of(CoreConfig {
+        slice_ns,
+        ..config(2, GlobalPolicy::PairedGang)
+    });
+    let id = submit(&mut core, job("a", 2)).id;
+    let report = |utilisation| UtilReport {
+        jobs: vec![JobUtilisation {
+            job_id: id,
+            quantum: 0,
+            cpu_utilisation: utilisation,
+        }],
+    };
+    core.util_report(0, &report(0.30));
+    let report_every = super::slicing::REPORT_PERIOD_NS / slice_ns;
+    assert_eq!(report_every, 10);
+    for slice in 0..report_every {
+        core.plan_slice(1_000 + slice * slice_ns);
+    }
+    core.util_report(1, &report(0.50));
+    let view = core.job_view(id).unwrap();
+    assert!((view.cpu_percent.unwrap() - 40.0).abs() < 1e-9, "{view:?}");
 }
 
 #[test]
