@@ -94,6 +94,34 @@ fn spin_block_hears_a_long_spin_when_it_passes_the_threshold() {
 }
 
 #[test]
+fn a_spin_longer_than_the_spin_gap_is_one_episode_and_passes_a_longer_threshold() {
+    // A spinner polls all the time; the model only looks at events, which
+    // come more than a spin gap apart while nothing else happens. Those
+    // looks must not read the stretch between them as computation (a new
+    // episode at every look): SB's 500 µs threshold, above the 200 µs gap,
+    // is passed, reported and acted on.
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Sb);
+    cfg.sched.mpl = 2;
+    cfg.sched.local.sb.spin_threshold_us = 500;
+    cfg.sched.local.sb.wake_boost = true;
+    assert!(cfg.cluster.spin_gap_ns < 500 * US);
+    let mut jobs = fine_jobs(2, 300);
+    // Rank 1 computes longer: rank 0 waits 2 ms each iteration.
+    jobs.iter_mut()
+        .for_each(|j| j.rank_compute_ns = vec![MS / 10, 2 * MS]);
+    let ex = run(cfg, jobs);
+    let k = ex.model.counters;
+    assert!(k.ring_reports > 0, "long spins reported: {k:?}");
+    assert!(k.level_changes > 0, "blocked: {k:?}");
+    let rank0 = &ex.model.tasks[0];
+    assert!(
+        rank0.stats.spin_episodes < 2 * 300 + 10,
+        "one episode per wait, not one per look: {}",
+        rank0.stats.spin_episodes
+    );
+}
+
+#[test]
 fn with_a_reaction_tail_decisions_still_apply_in_the_order_taken() {
     // A demotion and the wake boost after it must not swap places, or the
     // woken task stays demoted and its job starves (this machine, SB, two
