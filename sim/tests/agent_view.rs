@@ -161,3 +161,30 @@ fn unequal_reaction_times_let_dcs_pairs_fall_into_step() {
         "{fixed:.3} vs {varying:.3} boosts per rank and iteration"
     );
 }
+
+#[test]
+fn the_agents_looks_take_its_nodes_cpu_only_while_a_policy_acts() {
+    // The agent is pinned to its node's CPU and runs at real-time priority
+    // while its policy acts: every look (tick, report) preempts the rank
+    // running there. Plain Linux's agent acts on nothing and costs nothing.
+    let cost = 20 * US;
+    let agent_cpu = |kind: PolicyKind, look: u64| {
+        let mut cfg = config(2, GlobalMode::Local, kind);
+        cfg.sched.mpl = 2;
+        cfg.cluster.agent_look_cpu_ns = look;
+        let ex = run(cfg, fine_jobs(2, 500));
+        (
+            ex.model.counters.agent_switch_ns,
+            ex.model.counters.context_switches,
+        )
+    };
+    let (dcs_cpu, dcs_switches) = agent_cpu(PolicyKind::Dcs, cost);
+    assert!(dcs_cpu > 0 && dcs_cpu % cost == 0, "{dcs_cpu}");
+    let (free_cpu, free_switches) = agent_cpu(PolicyKind::Dcs, 0);
+    assert_eq!(free_cpu, 0);
+    assert!(
+        dcs_switches > free_switches,
+        "looks preempt ranks: {dcs_switches} vs {free_switches} switches"
+    );
+    assert_eq!(agent_cpu(PolicyKind::Local, cost).0, 0, "plain Linux");
+}

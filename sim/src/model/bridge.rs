@@ -107,6 +107,7 @@ impl Cluster {
         let holders = self.holders(node);
         self.nodes[node as usize].driver.tick(now, &live, &holders);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     /// (CPU, managed task holding it) on `node`.
@@ -297,6 +298,7 @@ impl Cluster {
             .driver
             .arrival(t, now, on_cpu, waiting);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     fn ring_spin_start(&mut self, node: u32, t: TaskIdx, at: u64, cal: &mut Calendar<SimEvent>) {
@@ -310,6 +312,7 @@ impl Cluster {
         }
         self.nodes[node as usize].driver.spin_started(t, at);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     /// The agent starts managing `t` (its fork).
