@@ -91,6 +91,10 @@ pub struct ClusterParams {
     /// (woken by its switch timer at real-time priority: stops and resumes
     /// jobs, ends the quantum, reports it), during which no job runs there.
     pub slice_switch_cpu_ns: Ns,
+    /// The agent's CPU at each look of an acting policy (a tick, a report
+    /// from the eBPF side), at its real-time priority on the node's CPU: it
+    /// takes the CPU from whatever runs there. 0: free.
+    pub agent_look_cpu_ns: Ns,
 }
 
 impl Default for ClusterParams {
@@ -122,6 +126,7 @@ impl Default for ClusterParams {
             agent_tick_ns: 1_000_000,
             spin_gap_ns: cosched_agent_common::DEFAULT_SPIN_GAP_NS,
             slice_switch_cpu_ns: 0,
+            agent_look_cpu_ns: 0,
         }
     }
 }

@@ -109,6 +109,13 @@ pub struct JobProgress {
     /// kind (the benches' `boosts` and `actions`), summed over its tasks.
     pub boosts_per_s: f64,
     pub actions_per_s: f64,
+    /// Share of the window its tasks spent spinning on a CPU (averaged
+    /// over its tasks: the benches' `spin_fraction`), and switches onto a
+    /// CPU per second summed over its tasks (`context_switches` ÷ window).
+    #[serde(default)]
+    pub spin_fraction: f64,
+    #[serde(default)]
+    pub switches_in_per_s: f64,
 }
 
 /// Runs `jobs` together for `window` of simulated time and each alone for
@@ -120,7 +127,7 @@ pub fn progress_over(
 ) -> Result<Vec<JobProgress>, SetupError> {
     let shared = rates(config, jobs.to_vec(), window)?;
     let mut out = Vec::with_capacity(jobs.len());
-    for (spec, (rate, boosts_per_s, actions_per_s)) in jobs.iter().zip(shared) {
+    for (spec, shared) in jobs.iter().zip(shared) {
         let alone = JobSpec {
             arrival: 0,
             ..spec.clone()
@@ -130,30 +137,39 @@ pub fn progress_over(
             vec![alone],
             window,
         )?[0]
-            .0;
+            .iterations_per_s;
         out.push(JobProgress {
             id: spec.id,
             kind: spec.kind.clone(),
-            iterations_per_s: rate,
+            iterations_per_s: shared.iterations_per_s,
             dedicated_iterations_per_s: dedicated,
-            slowdown: if rate > 0.0 {
-                dedicated / rate
+            slowdown: if shared.iterations_per_s > 0.0 {
+                dedicated / shared.iterations_per_s
             } else {
                 f64::INFINITY
             },
-            boosts_per_s,
-            actions_per_s,
+            boosts_per_s: shared.boosts_per_s,
+            actions_per_s: shared.actions_per_s,
+            spin_fraction: shared.spin_fraction,
+            switches_in_per_s: shared.switches_in_per_s,
         });
     }
     Ok(out)
 }
 
-/// Iterations and boosts per second of each job over `[arrival, window)`.
-fn rates(
-    config: &SimConfig,
-    jobs: Vec<JobSpec>,
-    window: Ns,
-) -> Result<Vec<(f64, f64, f64)>, SetupError> {
+/// What [`rates`] measures of one job.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rates {
+    iterations_per_s: f64,
+    boosts_per_s: f64,
+    actions_per_s: f64,
+    spin_fraction: f64,
+    switches_in_per_s: f64,
+}
+
+/// Iterations, boosts, actions, spin and switches of each job over
+/// `[arrival, window)`.
+fn rates(config: &SimConfig, jobs: Vec<JobSpec>, window: Ns) -> Result<Vec<Rates>, SetupError> {
     let mut calendar = Calendar::default();
     let model = Cluster::new(config.clone(), jobs, &mut calendar)?;
     let mut ex = Executive::from_parts(model, calendar);
@@ -163,20 +179,24 @@ fn rates(
         .iter()
         .map(|run| {
             let Some(start) = run.start else {
-                return (0.0, 0.0, 0.0);
+                return Rates::default();
             };
             let span = window.min(run.end.unwrap_or(window)).saturating_sub(start);
             if run.tasks.is_empty() || span == 0 {
-                return (0.0, 0.0, 0.0);
+                return Rates::default();
             }
             let per_s = |n: u64| n as f64 / (span as f64 / 1e9);
             let tasks = run.tasks.iter().map(|&t| &m.tasks[t as usize]);
             let done: u64 = tasks.clone().map(|t| u64::from(t.iteration)).sum();
-            (
-                per_s(done) / run.tasks.len() as f64,
-                per_s(tasks.clone().map(|t| t.boosts).sum()),
-                per_s(tasks.map(|t| t.actions).sum()),
-            )
+            let n = run.tasks.len() as f64;
+            let spin: u64 = tasks.clone().map(|t| t.used.spin_ns).sum();
+            Rates {
+                iterations_per_s: per_s(done) / n,
+                boosts_per_s: per_s(tasks.clone().map(|t| t.boosts).sum()),
+                actions_per_s: per_s(tasks.clone().map(|t| t.actions).sum()),
+                spin_fraction: spin as f64 / span as f64 / n,
+                switches_in_per_s: per_s(tasks.map(|t| t.stats.switches_in).sum()),
+            }
         })
         .collect())
 }

@@ -94,6 +94,34 @@ fn spin_block_hears_a_long_spin_when_it_passes_the_threshold() {
 }
 
 #[test]
+fn a_spin_longer_than_the_spin_gap_is_one_episode_and_passes_a_longer_threshold() {
+    // A spinner polls all the time; the model only looks at events, which
+    // come more than a spin gap apart while nothing else happens. Those
+    // looks must not read the stretch between them as computation (a new
+    // episode at every look): SB's 500 µs threshold, above the 200 µs gap,
+    // is passed, reported and acted on.
+    let mut cfg = config(2, GlobalMode::Local, PolicyKind::Sb);
+    cfg.sched.mpl = 2;
+    cfg.sched.local.sb.spin_threshold_us = 500;
+    cfg.sched.local.sb.wake_boost = true;
+    assert!(cfg.cluster.spin_gap_ns < 500 * US);
+    let mut jobs = fine_jobs(2, 300);
+    // Rank 1 computes longer: rank 0 waits 2 ms each iteration.
+    jobs.iter_mut()
+        .for_each(|j| j.rank_compute_ns = vec![MS / 10, 2 * MS]);
+    let ex = run(cfg, jobs);
+    let k = ex.model.counters;
+    assert!(k.ring_reports > 0, "long spins reported: {k:?}");
+    assert!(k.level_changes > 0, "blocked: {k:?}");
+    let rank0 = &ex.model.tasks[0];
+    assert!(
+        rank0.stats.spin_episodes < 2 * 300 + 10,
+        "one episode per wait, not one per look: {}",
+        rank0.stats.spin_episodes
+    );
+}
+
+#[test]
 fn with_a_reaction_tail_decisions_still_apply_in_the_order_taken() {
     // A demotion and the wake boost after it must not swap places, or the
     // woken task stays demoted and its job starves (this machine, SB, two
@@ -132,4 +160,31 @@ fn unequal_reaction_times_let_dcs_pairs_fall_into_step() {
         varying < fixed / 2.0,
         "{fixed:.3} vs {varying:.3} boosts per rank and iteration"
     );
+}
+
+#[test]
+fn the_agents_looks_take_its_nodes_cpu_only_while_a_policy_acts() {
+    // The agent is pinned to its node's CPU and runs at real-time priority
+    // while its policy acts: every look (tick, report) preempts the rank
+    // running there. Plain Linux's agent acts on nothing and costs nothing.
+    let cost = 20 * US;
+    let agent_cpu = |kind: PolicyKind, look: u64| {
+        let mut cfg = config(2, GlobalMode::Local, kind);
+        cfg.sched.mpl = 2;
+        cfg.cluster.agent_look_cpu_ns = look;
+        let ex = run(cfg, fine_jobs(2, 500));
+        (
+            ex.model.counters.agent_switch_ns,
+            ex.model.counters.context_switches,
+        )
+    };
+    let (dcs_cpu, dcs_switches) = agent_cpu(PolicyKind::Dcs, cost);
+    assert!(dcs_cpu > 0 && dcs_cpu % cost == 0, "{dcs_cpu}");
+    let (free_cpu, free_switches) = agent_cpu(PolicyKind::Dcs, 0);
+    assert_eq!(free_cpu, 0);
+    assert!(
+        dcs_switches > free_switches,
+        "looks preempt ranks: {dcs_switches} vs {free_switches} switches"
+    );
+    assert_eq!(agent_cpu(PolicyKind::Local, cost).0, 0, "plain Linux");
 }

@@ -107,6 +107,7 @@ impl Cluster {
         let holders = self.holders(node);
         self.nodes[node as usize].driver.tick(now, &live, &holders);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     /// (CPU, managed task holding it) on `node`.
@@ -132,6 +133,16 @@ impl Cluster {
         let now = self.now;
         let task = &mut self.tasks[t as usize];
         if task.on_cpu.is_some() && task.activity == Activity::Spin && task.stats.on_cpu != 0 {
+            // It polled at every instant since its last recorded empty
+            // wait: every stretch between two polls was within the gap, so
+            // the episode goes on and the whole time is spin. One empty
+            // wait now would see a stretch longer than the gap (events are
+            // sparser than polls) and start a new episode.
+            let s = &mut task.stats;
+            if s.spin_episode_start_ns != 0 && s.spin_last_ns != 0 {
+                s.spin_ns += now.saturating_sub(s.spin_last_ns);
+                s.spin_last_ns = now;
+            }
             episode::empty_wait(&mut task.stats, now, gap);
         }
     }
@@ -287,6 +298,7 @@ impl Cluster {
             .driver
             .arrival(t, now, on_cpu, waiting);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     fn ring_spin_start(&mut self, node: u32, t: TaskIdx, at: u64, cal: &mut Calendar<SimEvent>) {
@@ -300,6 +312,7 @@ impl Cluster {
         }
         self.nodes[node as usize].driver.spin_started(t, at);
         self.take_actions(node, cal);
+        self.agent_look_work(node, cal);
     }
 
     /// The agent starts managing `t` (its fork).

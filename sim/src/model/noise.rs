@@ -45,6 +45,20 @@ impl Cluster {
     /// priority is above its tasks'), after other work already holding it.
     pub(super) fn agent_switch_work(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
         let cost = self.config.cluster.slice_switch_cpu_ns;
+        self.agent_work(node, cost, cal);
+    }
+
+    /// The agent's work at one look of an acting policy (`agent_look_cpu_ns`).
+    pub(super) fn agent_look_work(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
+        if !self.nodes[node as usize].driver.acting() {
+            return;
+        }
+        let cost = self.config.cluster.agent_look_cpu_ns;
+        self.agent_work(node, cost, cal);
+    }
+
+    /// The agent takes `node`'s first CPU for `cost`.
+    fn agent_work(&mut self, node: u32, cost: Ns, cal: &mut Calendar<SimEvent>) {
         if cost == 0 {
             return;
         }
