@@ -549,6 +549,10 @@ impl LocalPolicy for DynamicCoscheduler {
                     if ends_on_wait && wait_grace_ns > 0 {
                         consider(managed.obs.spin_deadline(wait_grace_ns));
                     }
+                    // A boosted spinner past its threshold is blocked too.
+                    if self.rules.spin_wait.is_some() {
+                        consider(managed.obs.spin_deadline(managed.spin_time.current_ns()));
+                    }
                 }
                 Hold::Blocked { since, .. } => consider(
                     self.rules

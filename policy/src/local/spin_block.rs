@@ -227,14 +227,23 @@ impl DynamicCoscheduler {
     /// without a message.
     pub(crate) fn block_long_spinners(&mut self, rule: &SpinWaitRule, out: &mut Vec<Action>) {
         let now = self.now;
+        // A boosted spinner too: a boost that outlives the task's first wait
+        // (DCS quantum boosts, `end_on_wait = false`) keeps the job's ranks
+        // running together while they answer each other; a wait past the
+        // spin threshold means its peers are not answering (not running), so
+        // the boost has nothing left to buy and the task blocks like any
+        // spinner, handing the CPU to the other job at once.
         let due = self.tasks_where(|m| {
-            m.hold == Hold::Free
+            matches!(m.hold, Hold::Free | Hold::Boosted { .. })
                 && m.obs.on_cpu
                 && m.obs.waiting_idle()
                 && m.obs.spin_cpu_ns(now) >= m.spin_time.current_ns()
         });
         for task in due {
             if let Some(managed) = self.tasks.get_mut(&task) {
+                if matches!(managed.hold, Hold::Boosted { .. }) {
+                    self.budget.stop(managed.job, now);
+                }
                 managed.hold = Hold::Blocked {
                     since: now,
                     level: rule.hold_level,

@@ -497,3 +497,69 @@ fn a_rank_a_tick_sees_spinning_on_its_cpu_past_its_threshold_is_blocked() {
         }]
     );
 }
+
+/// DCS-SB with quantum boosts (`dcs.end_on_wait = false`): T1 (job A) waited
+/// (spun) from 100 µs, was preempted at 200 µs by T2 (job B), and its message
+/// arrives at 1 ms: it is boosted, runs, reads it and polls once more at once
+/// (as OpenMPI 4.1 does right after a read).
+fn dcs_sb_quantum_boost_after_post_read_poll() -> Harness {
+    let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
+    config.dcs.end_on_wait = false;
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h.spin(T1, us(100));
+    h.preempt(T1, us(200));
+    h.run(T2, 0, us(200));
+    h.arrive(T1, ms(1), false);
+    assert_eq!(h.last(T1), Some((ms(1), BOOST10, Reason::ArrivalBoost)));
+    h.preempt(T2, ms(1) + us(5));
+    h.run(T1, 0, ms(1) + us(5));
+    h.receive(T1, ms(1) + us(10));
+    h.spin(T1, ms(1) + us(12));
+    h
+}
+
+#[test]
+fn a_quantum_boosted_rank_whose_peer_keeps_answering_keeps_its_boost_until_its_quantum_ends() {
+    let mut h = dcs_sb_quantum_boost_after_post_read_poll();
+    assert_eq!(h.level(T1), BOOST10, "the poll right after the read");
+    // Its peer answers every 100 µs: each wait is far below the threshold.
+    for k in 1..50 {
+        let at = ms(1) + us(100 * k);
+        h.receive(T1, at);
+        h.spin(T1, at + us(2));
+    }
+    assert_eq!(h.level(T1), BOOST10, "a job running together stays boosted");
+    h.receive(T1, ms(6) + us(50));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(6), Level::Normal, Reason::BoostExpired)),
+        "until its quantum (5 ms) ends"
+    );
+}
+
+#[test]
+fn a_quantum_boosted_rank_whose_peer_stops_answering_is_blocked_at_its_spin_threshold() {
+    let mut h = dcs_sb_quantum_boost_after_post_read_poll();
+    // One more exchange, then its peer no longer answers (it lost its CPU).
+    h.receive(T1, ms(1) + us(100));
+    h.spin(T1, ms(1) + us(102));
+    h.advance_to(ms(1) + us(601));
+    assert_eq!(h.level(T1), BOOST10, "499 µs of waiting: still boosted");
+    h.advance_to(ms(1) + us(602));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(1) + us(602), Level::Demote, Reason::SpinThresholdBlock)),
+        "its wait passed the spin threshold: the boost ends and it blocks"
+    );
+    h.preempt(T1, ms(1) + us(610));
+    h.run(T2, 0, ms(1) + us(610));
+    h.arrive(T1, ms(3), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(3), BOOST10, Reason::ArrivalBoost)),
+        "its message wakes it with a new boost"
+    );
+}
