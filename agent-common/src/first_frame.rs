@@ -120,12 +120,8 @@ impl FirstFrameGate {
         if bytes.len() < SIZE {
             return Err(GateError::Short(bytes.len()));
         }
-        let u64_at = |at: usize| {
-            u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
-        };
-        let u32_at = |at: usize| {
-            u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
-        };
+        let u64_at = |at: usize| u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let u32_at = |at: usize| u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
         let gate = FirstFrameGate {
             magic: u64_at(0),
             version: u32_at(8),
@@ -191,13 +187,22 @@ mod tests {
     #[test]
     fn a_short_foreign_or_newer_record_is_refused() {
         let good = FirstFrameGate::at(1, 2).encode();
-        assert_eq!(FirstFrameGate::decode(&good[..31]), Err(GateError::Short(31)));
+        assert_eq!(
+            FirstFrameGate::decode(&good[..31]),
+            Err(GateError::Short(31))
+        );
         let mut foreign = good;
         foreign[0] ^= 1;
-        assert!(matches!(FirstFrameGate::decode(&foreign), Err(GateError::BadMagic(_))));
+        assert!(matches!(
+            FirstFrameGate::decode(&foreign),
+            Err(GateError::BadMagic(_))
+        ));
         let mut newer = good;
         newer[8..12].copy_from_slice(&2u32.to_ne_bytes());
-        assert_eq!(FirstFrameGate::decode(&newer), Err(GateError::BadVersion(2)));
+        assert_eq!(
+            FirstFrameGate::decode(&newer),
+            Err(GateError::BadVersion(2))
+        );
         let mut sized = good;
         sized[12..16].copy_from_slice(&64u32.to_ne_bytes());
         assert_eq!(FirstFrameGate::decode(&sized), Err(GateError::BadSize(64)));

@@ -8,9 +8,8 @@ use std::collections::HashSet;
 
 use cosched_proto::wire::{
     ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob,
-    FIRST_FRAME_SINCE_MINOR, FrameReport,
-    Heartbeat, HeartbeatReply, JobFrames, JobUtilisation, Message, MessageKind, ProtocolVersion,
-    READY_SINCE_MINOR, SwitchDivision, UtilReport,
+    FIRST_FRAME_SINCE_MINOR, FrameReport, Heartbeat, HeartbeatReply, JobFrames, JobUtilisation,
+    Message, MessageKind, ProtocolVersion, READY_SINCE_MINOR, SwitchDivision, UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -384,7 +383,10 @@ fn the_first_frame_gate_is_new_in_1_7_and_a_launch_without_one_is_what_older_age
     let message = Message::LaunchJob(launch);
     let bytes = message.encode_payload().unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains("\"first_frame_wait_ns\":5"));
-    assert_eq!(Message::decode_payload(message.kind(), &bytes).unwrap(), message);
+    assert_eq!(
+        Message::decode_payload(message.kind(), &bytes).unwrap(),
+        message
+    );
     // 0 is the gate file's "pending": never an instant on the wire.
     let zero = Message::decode_payload(MessageKind::FirstFrameAt, br#"{"job_id":1,"at_ns":0}"#);
     assert!(zero.is_err());

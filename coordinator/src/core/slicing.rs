@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 
 use cosched_policy::global::{JobId, NodeIndex, OffsetEstimate, ScheduleClockBounds, Slice};
 use cosched_proto::wire::{
-    FirstFrameAt, MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched, SwitchSlice,
-    UtilReport,
+    FirstFrameAt, MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched,
+    SwitchSlice, UtilReport,
 };
 
 use super::{

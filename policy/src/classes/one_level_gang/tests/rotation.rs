@@ -296,8 +296,7 @@ fn a_ready_rt_job_is_given_its_first_frame_instant_once_mid_way_into_its_start_r
 }
 
 #[test]
-fn a_job_ready_before_its_start_row_gets_its_instant_in_that_row_and_one_without_admission_none()
-{
+fn a_job_ready_before_its_start_row_gets_its_instant_in_that_row_and_one_without_admission_none() {
     let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
     let mut state = matrix(2, 6, 2, 1, true);
     allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
