@@ -411,12 +411,19 @@ fn under_1gs_with_admission_an_rt_jobs_first_frame_waits_for_the_instant_its_age
             ],
         )
         .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
-    let done = coordinator.wait_job(video, Duration::from_secs(30), |job| state(job) != "running");
+    let done = coordinator.wait_job(video, Duration::from_secs(30), |job| {
+        state(job) != "running"
+    });
     assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
     let mut gates = Vec::new();
     for agent in &cluster.agents {
-        let timeline = rank_timeline(agent, video)
-            .unwrap_or_else(|| panic!("no rank report on {}\n{}", agent.dir.path().display(), agent.log()));
+        let timeline = rank_timeline(agent, video).unwrap_or_else(|| {
+            panic!(
+                "no rank report on {}\n{}",
+                agent.dir.path().display(),
+                agent.log()
+            )
+        });
         let at = |key: &str| timeline[key].as_u64().unwrap_or(0);
         let gate = at("gate_ns");
         assert!(

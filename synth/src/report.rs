@@ -134,6 +134,10 @@ pub struct RtTimeline {
     pub done_us: Vec<u32>,
 }
 
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
 /// Frames whose done time [`RtTimeline::done_us`] keeps.
 pub const MAX_FRAME_TIMES: usize = 100_000;
 
@@ -335,8 +339,4 @@ mod tests {
         assert_eq!(ratio(1.0, 0.0), 0.0);
         assert_eq!(ratio(1.0, 4.0), 0.25);
     }
-}
-
-fn is_zero(value: &u64) -> bool {
-    *value == 0
 }
