@@ -13,6 +13,9 @@ pub mod layout;
 // target lacks 64-bit atomic read-modify-writes.
 #[cfg(not(target_arch = "bpf"))]
 pub mod rt_frames;
+// Userspace only, like the frame counters: the first-frame gate file.
+#[cfg(not(target_arch = "bpf"))]
+pub mod first_frame;
 
 pub use episode::{in_spin_episode, oncpu_since_wait};
 

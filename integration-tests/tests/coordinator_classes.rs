@@ -366,3 +366,78 @@ fn under_2dcs_tdm_a_silent_coordinator_hands_the_divisions_to_each_node_until_it
     });
     assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
 }
+
+/// `rt.timeline` of the rank of job `job` that ran on `agent`, from its
+/// report (the rank's stdout the agent keeps).
+fn rank_timeline(agent: &TestAgent, job: u32) -> Option<Value> {
+    let jobs = agent.dir.path().join("state/jobs");
+    std::fs::read_dir(&jobs).ok()?.find_map(|entry| {
+        let path = entry.ok()?.path();
+        let name = path.file_name()?.to_str()?.to_owned();
+        if !(name.starts_with(&format!("job-{job}-r")) && name.ends_with(".out")) {
+            return None;
+        }
+        let text = std::fs::read_to_string(&path).ok()?;
+        let report: Value = serde_json::from_str(text.lines().last()?).ok()?;
+        Some(report["rt"]["timeline"].clone())
+    })
+}
+
+#[test]
+fn under_1gs_with_admission_an_rt_jobs_first_frame_waits_for_the_instant_its_agents_published() {
+    require_root();
+    let _serial = exclusive();
+    let opts = CoordOpts {
+        policy: "one-level-gang",
+        slice_ms: 20,
+        extra: "[classes]\nratio = \"2:1\"\nadmission = \"deterministic\"\n",
+        ..CoordOpts::default()
+    };
+    let cluster = TestCluster::start_with(76, opts, |_| String::new(), "");
+    let coordinator = &cluster.coordinator;
+    // Γ = 6 × 10 ms = 60 ms: the cycle of 3 rows × 20 ms.
+    let video = coordinator
+        .try_submit_synth(
+            "video",
+            2,
+            "rt:10000000:6:1000000",
+            &[
+                "--rt",
+                "10000000:6:1000000",
+                "--recv",
+                "block",
+                "--duration",
+                "2",
+            ],
+        )
+        .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
+    let done = coordinator.wait_job(video, Duration::from_secs(30), |job| {
+        state(job) != "running"
+    });
+    assert_eq!(state(&done), "completed", "{done:#}\n{}", cluster.logs());
+    let mut gates = Vec::new();
+    for agent in &cluster.agents {
+        let timeline = rank_timeline(agent, video).unwrap_or_else(|| {
+            panic!(
+                "no rank report on {}\n{}",
+                agent.dir.path().display(),
+                agent.log()
+            )
+        });
+        let at = |key: &str| timeline[key].as_u64().unwrap_or(0);
+        let gate = at("gate_ns");
+        assert!(
+            gate > 0,
+            "the rank's cosched_rt_init() waited for no first-frame instant: {timeline:#}\n{}",
+            cluster.logs()
+        );
+        // Published after the rank had started and was ready (the
+        // coordinator picks it once every node reported the job ready),
+        // and nothing of the first frame ran before it.
+        assert!(at("process_start_ns") < gate, "{timeline:#}");
+        assert!(at("began_ns") >= gate, "{timeline:#}");
+        assert!(at("first_frame_ns") >= gate, "{timeline:#}");
+        gates.push(gate);
+    }
+    assert_eq!(gates.len(), 2);
+}

@@ -95,7 +95,9 @@ pub use clock::{ClockSample, monotonic_ns, sleep_until};
 pub use decoder::{FrameDecoder, Frames, decode_frame};
 pub use error::{RejectReason, WireError};
 pub use frame::RawFrame;
-pub use frame_reports::{FrameReport, JobFrames, READY_SINCE_MINOR};
+pub use frame_reports::{
+    FIRST_FRAME_SINCE_MINOR, FirstFrameAt, FrameReport, JobFrames, READY_SINCE_MINOR,
+};
 pub use handshake::{Nonce, PeerInfo, Role};
 pub use header::{
     FrameHeader, HEADER_LEN, MAGIC, MAX_FRAME_LEN, MAX_PAYLOAD_LEN, PROTOCOL_MAJOR, PROTOCOL_MINOR,

@@ -7,9 +7,9 @@ mod support;
 use std::collections::HashSet;
 
 use cosched_proto::wire::{
-    ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob, FrameReport,
-    Heartbeat, HeartbeatReply, JobFrames, JobUtilisation, Message, MessageKind, ProtocolVersion,
-    READY_SINCE_MINOR, SwitchDivision, UtilReport,
+    ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob,
+    FIRST_FRAME_SINCE_MINOR, FrameReport, Heartbeat, HeartbeatReply, JobFrames, JobUtilisation,
+    Message, MessageKind, ProtocolVersion, READY_SINCE_MINOR, SwitchDivision, UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -310,7 +310,10 @@ fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
                 | Message::DivisionSwitched(_)
                 | Message::FrameReport(_)
         );
-        let newest = matches!(message, Message::SliceSchedule(_));
+        let newest = matches!(
+            message,
+            Message::SliceSchedule(_) | Message::FirstFrameAt(_)
+        );
         assert_eq!(kind.since_minor() == 3, newer, "{kind}");
         assert_eq!(kind.known_to(older), !newer && !newest, "{kind}");
     }
@@ -318,7 +321,7 @@ fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
 
 #[test]
 fn an_expected_jobs_owner_is_new_in_1_4_and_absent_when_unset() {
-    assert_eq!(ProtocolVersion::CURRENT.minor, 6);
+    assert_eq!(ProtocolVersion::CURRENT.minor, 7);
     assert_eq!(EXPECT_OWNER_SINCE_MINOR, 4);
     let mut expect = ExpectJob {
         job_id: 3,
@@ -358,6 +361,35 @@ fn a_ranks_readiness_is_new_in_1_6_and_absent_when_false() {
         Message::decode_payload(message.kind(), &bytes).unwrap(),
         message
     );
+}
+
+#[test]
+fn the_first_frame_gate_is_new_in_1_7_and_a_launch_without_one_is_what_older_agents_accept() {
+    assert_eq!(FIRST_FRAME_SINCE_MINOR, 7);
+    assert_eq!(MessageKind::FirstFrameAt.since_minor(), 7);
+    assert!(!MessageKind::FirstFrameAt.known_to(ProtocolVersion { major: 1, minor: 6 }));
+    let mut launch = match one_of_each_message()
+        .into_iter()
+        .find(|m| matches!(m, Message::LaunchJob(_)))
+    {
+        Some(Message::LaunchJob(launch)) => launch,
+        _ => panic!("a launch"),
+    };
+    launch.first_frame_wait_ns = None;
+    let json =
+        String::from_utf8(Message::LaunchJob(launch.clone()).encode_payload().unwrap()).unwrap();
+    assert!(!json.contains("first_frame"), "{json}");
+    launch.first_frame_wait_ns = Some(5);
+    let message = Message::LaunchJob(launch);
+    let bytes = message.encode_payload().unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"first_frame_wait_ns\":5"));
+    assert_eq!(
+        Message::decode_payload(message.kind(), &bytes).unwrap(),
+        message
+    );
+    // 0 is the gate file's "pending": never an instant on the wire.
+    let zero = Message::decode_payload(MessageKind::FirstFrameAt, br#"{"job_id":1,"at_ns":0}"#);
+    assert!(zero.is_err());
 }
 
 proptest! {

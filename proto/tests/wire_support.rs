@@ -136,6 +136,7 @@ pub fn one_of_each_message() -> Vec<Message> {
                 work_ns: 3_000_000,
             },
             exclusive: true,
+            first_frame_wait_ns: Some(720_000_000),
         }),
         Message::CancelJob(CancelJob { job_id: 3 }),
         Message::JobExited(JobExited {
@@ -258,6 +259,10 @@ pub fn one_of_each_message() -> Vec<Message> {
             report_every: 10,
             strict: true,
         }),
+        Message::FirstFrameAt(cosched_proto::wire::FirstFrameAt {
+            job_id: 3,
+            at_ns: 1_700_000_000_204_000_000,
+        }),
     ]
 }
 
@@ -314,7 +319,7 @@ pub mod strategies {
                             }
                         ),
                     ],
-                    any::<bool>(),
+                    (any::<bool>(), proptest::option::of(any::<u64>())),
                 )
             })
             .prop_map(
@@ -326,7 +331,7 @@ pub mod strategies {
                     env,
                     cpus,
                     class,
-                    exclusive,
+                    (exclusive, first_frame_wait_ns),
                 )| {
                     LaunchJob {
                         job_id,
@@ -340,6 +345,7 @@ pub mod strategies {
                         cpus,
                         class,
                         exclusive,
+                        first_frame_wait_ns,
                     }
                 },
             )
@@ -422,6 +428,9 @@ pub mod strategies {
                 let mut seen = std::collections::BTreeSet::new();
                 jobs.retain(|job| seen.insert(job.job_id));
                 Message::FrameReport(FrameReport { jobs })
+            }),
+            (any::<u32>(), 1u64..).prop_map(|(job_id, at_ns)| {
+                Message::FirstFrameAt(cosched_proto::wire::FirstFrameAt { job_id, at_ns })
             }),
         ]
     }

@@ -43,12 +43,25 @@ int cosched_rt_frame_done(void);
 /*
  * Creates the counter file now instead of at the first frame, so the agent
  * sees the process before it and the first frame's CPU time is measured from
- * here. Optional; idempotent.
+ * here. Call it right before the first frame. Optional; idempotent.
+ *
+ * The first call may wait: when the agent published a first-frame gate for
+ * the job ($COSCHED_RT_DIR/first-frame, under 1GS with admission control),
+ * it returns at the instant the coordinator chose for the job's first frame
+ * (so every window ends with room in the job's rows), or after the gate's
+ * bound (at most 10 s) if no instant comes. Without a gate file it returns
+ * at once. Later calls never wait.
  *
  * Returns 0 if frames reach the counter file, else the same negative errno
  * on every call.
  */
 int cosched_rt_init(void);
+
+/*
+ * The instant (CLOCK_MONOTONIC ns) the first-frame gate opened at, if
+ * cosched_rt_init() waited at one; 0 without a gate or if the wait gave up.
+ */
+uint64_t cosched_rt_first_frame_ns(void);
 
 /*
  * Frames this process reported so far (0 before the first frame or

@@ -29,3 +29,9 @@ pub extern "C" fn cosched_rt_init() -> c_int {
 pub extern "C" fn cosched_rt_frames() -> u64 {
     crate::frames()
 }
+
+/// See `cosched_rt_first_frame_ns` in cosched_rt.h.
+#[unsafe(no_mangle)]
+pub extern "C" fn cosched_rt_first_frame_ns() -> u64 {
+    crate::first_frame_gate_ns().unwrap_or(0)
+}

@@ -19,12 +19,15 @@
 mod clock;
 mod ffi;
 mod file;
+mod gate;
 mod process;
 
 use std::io;
 use std::path::PathBuf;
 
-pub use ffi::{cosched_rt_frame_done, cosched_rt_frames, cosched_rt_init};
+pub use ffi::{
+    cosched_rt_first_frame_ns, cosched_rt_frame_done, cosched_rt_frames, cosched_rt_init,
+};
 
 /// Reports one finished frame of this process.
 ///
@@ -39,11 +42,21 @@ pub fn frame_done() -> io::Result<()> {
 
 /// Creates the counter file now rather than at the first frame (so the
 /// agent sees the process before its first frame, and the first frame's
-/// CPU time is measured from here). Returns whether frames reach the file:
-/// the same error on every call if they cannot.
+/// CPU time is measured from here), then, the first time, waits at the
+/// job's first-frame gate if the agent published one (`first-frame` next
+/// to the counters, docs/rt-frames.md): until the instant the schedule
+/// chose for the first frame, at most the gate's bound. Returns whether
+/// frames reach the file: the same error on every call if they cannot.
 pub fn init() -> io::Result<()> {
     let _ = process::current();
+    gate::pass(&process::dir());
     process::status()
+}
+
+/// The instant (CLOCK_MONOTONIC ns) the first-frame gate opened at, if
+/// [`init`] waited at one; `None` without a gate or when the wait gave up.
+pub fn first_frame_gate_ns() -> Option<u64> {
+    gate::opened_at()
 }
 
 /// Frames this process reported so far (the file's count, or the in-memory

@@ -102,7 +102,7 @@ fn make() -> (&'static FrameCounter, Option<io::Error>) {
 
 /// `$COSCHED_RT_DIR`, or the default when unset or empty. Read with
 /// `getenv`, not `std::env`, whose lock a forked child may find held.
-fn dir() -> PathBuf {
+pub fn dir() -> PathBuf {
     let name = c"COSCHED_RT_DIR";
     debug_assert_eq!(name.to_bytes(), DIR_ENV.as_bytes());
     // SAFETY: NUL-terminated name; the value is copied before returning.
@@ -169,6 +169,7 @@ extern "C" fn in_child() {
         unsafe { SharedCounter::unmap((*shared).as_ptr()) };
     }
     clear(&LOCAL);
+    crate::gate::reset_in_child();
     FAILURE.store(0, Ordering::Relaxed);
     MAKING.store(false, Ordering::Release);
 }

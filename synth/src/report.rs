@@ -116,8 +116,13 @@ pub struct RtReport {
 pub struct RtTimeline {
     /// `main` began (0 when not noted).
     pub process_start_ns: u64,
-    /// The measured run began: the ranks were connected.
+    /// The measured run began: the ranks were connected and
+    /// `cosched_rt::init()` returned (after its first-frame gate, if any).
     pub began_ns: u64,
+    /// The first-frame instant `cosched_rt::init()` waited for (0: no
+    /// gate, or the wait gave up).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub gate_ns: u64,
     /// The first frame's compute began: window 0's start.
     pub first_frame_ns: u64,
     /// When each of the first frames was done.
@@ -127,6 +132,10 @@ pub struct RtTimeline {
     /// a schedule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub done_us: Vec<u32>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Frames whose done time [`RtTimeline::done_us`] keeps.

@@ -61,6 +61,10 @@ pub struct RtJob {
     /// The counter directory the agent made for the job (jobs it launches),
     /// removed when the job ends.
     pub own_dir: Option<PathBuf>,
+    /// The bound of the job's first-frame gate, once one was published in
+    /// `own_dir` (its processes wait in `cosched_rt_init()` for the
+    /// instant).
+    pub gate_wait_ns: Option<u64>,
     frames: JobFrames,
     processes: BTreeMap<u32, RtProcess>,
     /// Frames reported by its processes, in all.
@@ -80,6 +84,7 @@ impl RtJob {
             start_ns,
             budget,
             own_dir,
+            gate_wait_ns: None,
             frames: JobFrames::new(),
             processes: BTreeMap::new(),
             reported: 0,

@@ -71,6 +71,11 @@ pub fn apply_to_engine<K: Kernel>(
                 engine.division_started(classes::division(&division));
                 node.division_switched(&division);
             }
+            Action::FirstFrame { job, at_ns } => match engine.open_first_frame(job, at_ns) {
+                Ok(true) => tracing::info!(job, at_ns, "first frame gated"),
+                Ok(false) => tracing::debug!(job, "a first-frame instant for a job without a gate"),
+                Err(e) => tracing::warn!(job, "cannot publish the first-frame instant: {e}"),
+            },
             other => rest.push(other),
         }
     }

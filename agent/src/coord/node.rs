@@ -48,8 +48,16 @@ pub const INVENTORY_QUANTUM: u64 = u64::MAX;
 /// What the daemon must do for the coordinator.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Launch a rank (then report with [`CoordNode::launched`]).
-    Launch(Box<JobSpec>),
+    /// Launch a rank (then report with [`CoordNode::launched`]); an RT
+    /// rank with `first_frame_wait_ns` gets a pending first-frame gate
+    /// before it starts.
+    Launch {
+        spec: Box<JobSpec>,
+        first_frame_wait_ns: Option<u64>,
+    },
+    /// An RT job's first frame starts at this instant (agent clock):
+    /// publish it in its gate.
+    FirstFrame { job: JobId, at_ns: u64 },
     /// Expect the processes of an attached job's rank to join (then report
     /// with [`CoordNode::launched`], as for a launch).
     Expect(ExpectJob),
@@ -350,6 +358,10 @@ impl CoordNode {
                 self.on_switch(switch, false)
             }
             Message::SliceSchedule(schedule) => self.on_schedule(schedule),
+            Message::FirstFrameAt(first) => vec![Action::FirstFrame {
+                job: first.job_id,
+                at_ns: first.at_ns,
+            }],
             Message::ClassSettings(settings) => self.on_class_settings(&settings),
             Message::SwitchDivision(division) => self.on_division(division),
             Message::CheckProgram(check) => vec![Action::CheckProgram(check)],
@@ -413,7 +425,10 @@ impl CoordNode {
         if already && self.jobs.contains_key(&launch.job_id) {
             return Vec::new(); // a repeated launch: the rank runs
         }
-        vec![Action::Launch(Box::new(job_spec(launch)))]
+        vec![Action::Launch {
+            spec: Box::new(job_spec(launch)),
+            first_frame_wait_ns: launch.first_frame_wait_ns,
+        }]
     }
 
     /// The daemon launched a rank (`Ok`) or could not (`Err`).

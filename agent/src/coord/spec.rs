@@ -42,6 +42,7 @@ mod tests {
             cpus: vec![],
             class: JobClass::BestEffort,
             exclusive: false,
+            first_frame_wait_ns: None,
         };
         let spec = job_spec(&launch);
         spec.validate().unwrap();

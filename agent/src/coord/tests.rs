@@ -183,6 +183,7 @@ fn launch(job: u32) -> LaunchJob {
         cpus: vec![],
         class: JobClass::BestEffort,
         exclusive: false,
+        first_frame_wait_ns: None,
     }
 }
 
@@ -287,12 +288,47 @@ fn leaving_gang_for_fcs_or_fcfs_ends_the_overlay_at_once() {
 }
 
 #[test]
+fn a_gated_launch_and_its_first_frame_instant_become_daemon_and_engine_actions() {
+    let mut h = harness();
+    h.event(UP);
+    h.drain();
+    let gated = LaunchJob {
+        first_frame_wait_ns: Some(720_000_000),
+        ..launch(9)
+    };
+    let actions = h.message(gated);
+    assert!(matches!(
+        &actions[..],
+        [Action::Launch { spec, first_frame_wait_ns: Some(720_000_000) }] if spec.job_id == 9
+    ));
+    // The daemon launched it: an RT job with its counter directory and a
+    // pending gate. The instant goes into the gate, nothing is left for
+    // the daemon.
+    h.engine
+        .kernel_mut()
+        .spawn(90, crate::kernel::SchedAttr::other(0));
+    h.engine.reserve_job(9, "ring", 0, None).unwrap();
+    let class = cosched_proto::class::parse_class("rt:10000000:2:2000000").unwrap();
+    let dir = h.engine.set_job_class(9, &class, true).unwrap().unwrap();
+    h.engine.gate_first_frame(9, 720_000_000).unwrap();
+    let actions = h.message(cosched_proto::wire::FirstFrameAt {
+        job_id: 9,
+        at_ns: 5_000,
+    });
+    assert!(actions.is_empty());
+    assert_eq!(
+        h.engine.kernel().first_frame_gates[&dir],
+        cosched_agent_common::first_frame::FirstFrameGate::at(5_000, 720_000_000)
+    );
+}
+
+#[test]
 fn launches_become_daemon_actions_and_failures_exits() {
     let mut h = harness();
     h.event(UP);
     h.drain();
     let actions = h.message(launch(9));
-    assert!(matches!(&actions[..], [Action::Launch(spec)] if spec.job_id == 9));
+    assert!(matches!(&actions[..], [Action::Launch { spec, .. }] if spec.job_id == 9));
     h.node.launched(9, 0, Err("no such program".into()));
     let sent = h.drain();
     assert_eq!(

@@ -151,14 +151,20 @@ impl<K: Kernel> Daemon<K> {
         let rest = coord::apply_to_engine(node, &mut self.engine, actions);
         for action in rest {
             match action {
-                coord::Action::Launch(spec) => {
+                coord::Action::Launch {
+                    spec,
+                    first_frame_wait_ns,
+                } => {
                     let (job, rank) = (spec.job_id, spec.rank);
                     // A finished job of the same id (a coordinator that lost
                     // its state numbers jobs afresh) gives way to the new one.
                     if self.engine.job(job).is_some() && !self.engine.job_running(job) {
                         let _ = self.engine.forget_job(job);
                     }
-                    let result = self.launch(*spec).map(|_| ()).map_err(|e| format!("{e:#}"));
+                    let result = self
+                        .launch_gated(*spec, first_frame_wait_ns)
+                        .map(|_| ())
+                        .map_err(|e| format!("{e:#}"));
                     if let Err(reason) = &result {
                         tracing::warn!(job, rank, %reason, "coordinator launch failed");
                     }
@@ -222,7 +228,8 @@ impl<K: Kernel> Daemon<K> {
                 | coord::Action::PrepareToStop
                 | coord::Action::Switched(_)
                 | coord::Action::SetClasses(_)
-                | coord::Action::DivisionStarted(_) => {}
+                | coord::Action::DivisionStarted(_)
+                | coord::Action::FirstFrame { .. } => {}
             }
         }
     }
@@ -461,6 +468,18 @@ impl<K: Kernel> Daemon<K> {
     }
 
     fn launch(&mut self, spec: JobSpec) -> anyhow::Result<(JobId, u32)> {
+        self.launch_gated(spec, None)
+    }
+
+    /// Launches a rank; an RT rank with `first_frame_wait_ns` gets a
+    /// pending first-frame gate in its counter directory before it starts
+    /// (a gate that cannot be written only costs the gate: the rank starts
+    /// its frames at once).
+    fn launch_gated(
+        &mut self,
+        spec: JobSpec,
+        first_frame_wait_ns: Option<u64>,
+    ) -> anyhow::Result<(JobId, u32)> {
         spec.validate()
             .map_err(|e| anyhow::anyhow!("invalid job spec: {e}"))?;
         self.engine
@@ -472,6 +491,11 @@ impl<K: Kernel> Daemon<K> {
                 return Err(e.into());
             }
         };
+        if let (Some(_), Some(wait)) = (&rt_dir, first_frame_wait_ns)
+            && let Err(e) = self.engine.gate_first_frame(spec.job_id, wait)
+        {
+            tracing::warn!(job = spec.job_id, "no first-frame gate: {e}");
+        }
         match self.start_gated(&spec, rt_dir.as_deref()) {
             Ok(pid) => Ok((spec.job_id, pid)),
             Err(e) => {

@@ -10,7 +10,7 @@
 //! windows that ended. A process that never reports misses every frame.
 use std::path::PathBuf;
 
-use cosched_agent_common::{TaskStats, rt_frames::DEFAULT_DIR};
+use cosched_agent_common::{TaskStats, first_frame::FirstFrameGate, rt_frames::DEFAULT_DIR};
 use cosched_policy::classes::{FrameState, FrameTotals, RtSpec};
 use cosched_proto::{
     control::{RtJobInfo, RtProcessInfo},
@@ -122,6 +122,44 @@ impl<K: Kernel> Engine<K> {
         }
         self.update_own_priority();
         Ok(dir)
+    }
+
+    /// Publishes a pending first-frame gate in RT job `id`'s counter
+    /// directory (a job the agent launched, before its processes start):
+    /// their `cosched_rt_init()` waits for the instant
+    /// ([`Self::open_first_frame`]) at most `max_wait_ns`.
+    pub fn gate_first_frame(&mut self, id: JobId, max_wait_ns: u64) -> Result<(), EngineError> {
+        let dir = self
+            .reg
+            .job(id)
+            .and_then(|j| j.rt.as_ref())
+            .and_then(|rt| rt.own_dir.clone())
+            .ok_or_else(|| {
+                EngineError::BadClass(format!("job {id} has no RT counter directory"))
+            })?;
+        self.k
+            .write_first_frame_gate(&dir, &FirstFrameGate::pending(max_wait_ns))?;
+        if let Some(rt) = self.reg.job_mut(id).and_then(|j| j.rt.as_mut()) {
+            rt.gate_wait_ns = Some(max_wait_ns);
+        }
+        Ok(())
+    }
+
+    /// RT job `id`'s first frame starts at `at_ns` (this machine's
+    /// CLOCK_MONOTONIC): the instant goes into its gate. `Ok(false)` when
+    /// the job has no gate here (not gated at launch, or gone).
+    pub fn open_first_frame(&mut self, id: JobId, at_ns: u64) -> Result<bool, EngineError> {
+        let Some((dir, wait)) = self
+            .reg
+            .job(id)
+            .and_then(|j| j.rt.as_ref())
+            .and_then(|rt| Some((rt.own_dir.clone()?, rt.gate_wait_ns?)))
+        else {
+            return Ok(false);
+        };
+        self.k
+            .write_first_frame_gate(&dir, &FirstFrameGate::at(at_ns, wait))?;
+        Ok(true)
     }
 
     /// Where the counter directories of launched RT jobs go.

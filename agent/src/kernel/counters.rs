@@ -7,6 +7,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use cosched_agent_common::first_frame::{FILE_NAME as FIRST_FRAME_FILE, FirstFrameGate};
 use cosched_agent_common::rt_frames::DIR_ENV;
 
 use crate::rt_frames::{CounterFiles, LinuxCounterFiles};
@@ -33,6 +34,26 @@ pub trait FrameCounters {
     /// Removes a counter directory and the counters in it; nothing to do
     /// when it is gone.
     fn remove_counter_dir(&mut self, dir: &Path) -> io::Result<()>;
+    /// Publishes an RT job's first-frame gate in its counter directory
+    /// (`<dir>/first-frame`, mode 0644), replacing any earlier one whole:
+    /// a reader sees the old record or the new one, never a mix.
+    fn write_first_frame_gate(&mut self, dir: &Path, gate: &FirstFrameGate) -> io::Result<()>;
+}
+
+pub(super) fn write_first_frame_gate(dir: &Path, gate: &FirstFrameGate) -> io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let tmp = dir.join(format!(".{FIRST_FRAME_FILE}.tmp"));
+    let _ = fs::remove_file(&tmp);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&tmp)?;
+    file.write_all(&gate.encode())?;
+    drop(file);
+    fs::rename(&tmp, dir.join(FIRST_FRAME_FILE))
 }
 
 /// The real filesystem and `/proc`.
@@ -105,6 +126,21 @@ mod tests {
         fs::write(dir.join("2.frames"), b"x").unwrap();
         remove_counter_dir(&dir).unwrap();
         assert!(!dir.exists());
+        create_counter_dir(&dir).unwrap();
+        write_first_frame_gate(&dir, &FirstFrameGate::pending(9)).unwrap();
+        write_first_frame_gate(&dir, &FirstFrameGate::at(7, 9)).unwrap();
+        let bytes = fs::read(dir.join(FIRST_FRAME_FILE)).unwrap();
+        assert_eq!(
+            FirstFrameGate::decode(&bytes),
+            Ok(FirstFrameGate::at(7, 9)),
+            "the newer gate, whole"
+        );
+        assert_eq!(
+            fs::metadata(dir.join(FIRST_FRAME_FILE)).unwrap().mode() & 0o777,
+            0o644
+        );
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1, "no temporary left");
+        remove_counter_dir(&dir).unwrap();
         remove_counter_dir(&dir).unwrap();
         fs::remove_dir_all(root).unwrap();
     }

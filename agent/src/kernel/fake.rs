@@ -96,6 +96,8 @@ pub struct FakeKernel {
     /// SCHED_DEADLINE is refused with EPERM (a task whose affinity is
     /// narrower than its root domain).
     pub deny_deadline: bool,
+    /// First-frame gates published, by counter directory (the latest).
+    pub first_frame_gates: BTreeMap<PathBuf, cosched_agent_common::first_frame::FirstFrameGate>,
 }
 
 fn gone() -> io::Error {
@@ -295,6 +297,15 @@ impl FrameCounters for FakeKernel {
 
     fn remove_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
         self.counters.remove_dir(dir);
+        Ok(())
+    }
+
+    fn write_first_frame_gate(
+        &mut self,
+        dir: &Path,
+        gate: &cosched_agent_common::first_frame::FirstFrameGate,
+    ) -> io::Result<()> {
+        self.first_frame_gates.insert(dir.to_path_buf(), *gate);
         Ok(())
     }
 }

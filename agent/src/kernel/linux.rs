@@ -309,6 +309,14 @@ impl FrameCounters for Linux {
     fn remove_counter_dir(&mut self, dir: &Path) -> io::Result<()> {
         counters::remove_counter_dir(dir)
     }
+
+    fn write_first_frame_gate(
+        &mut self,
+        dir: &Path,
+        gate: &cosched_agent_common::first_frame::FirstFrameGate,
+    ) -> io::Result<()> {
+        counters::write_first_frame_gate(dir, gate)
+    }
 }
 
 impl Kernel for Linux {

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use cosched_policy::global::{JobId, JobRequest, NodeIndex, PlacedJob, SubmitOutcome};
-use cosched_proto::wire::{CancelJob, JobExited, LaunchJob};
+use cosched_proto::wire::{CancelJob, JobExited, LaunchJob, MessageKind};
 
 use super::{
     Core, JobRecord, Observed, Rank, RankState,
@@ -222,6 +222,13 @@ impl Core {
         let Some(peers) = addresses else {
             return; // a node never registered: its address is unknown yet
         };
+        // 1GS with admission control picks an RT job's first-frame instant
+        // later (`FirstFrameAt`); agents that know it publish a pending
+        // gate meanwhile.
+        let first_frame_wait_ns = self
+            .classes
+            .one_gs()
+            .and_then(|gang| gang.first_frame_wait_ns(JobId(u64::from(id))));
         let mut launches = Vec::new();
         for (index, rank) in job.ranks.iter().enumerate() {
             if rank.state == RankState::Pending && self.nodes[rank.node].is_ready() {
@@ -240,6 +247,8 @@ impl Core {
                         cpus: Vec::new(),
                         class: job.submission.class.clone(),
                         exclusive: job.submission.exclusive,
+                        first_frame_wait_ns: first_frame_wait_ns
+                            .filter(|_| self.nodes[rank.node].knows(MessageKind::FirstFrameAt)),
                     },
                 ));
             }

@@ -5,7 +5,7 @@
 //! 2DCS policies have no slices.
 
 use cosched_policy::{
-    classes::{OneLevelGang, OneLevelGangRotor},
+    classes::{OneLevelGang, OneLevelGangRotor, one_level_gang::FirstFrame},
     global::{
         GangScheduler, Matrix, PairedGangScheduler, PairingConfig, RowMove, Slice, SliceReason,
         UtilizationPredictor,
@@ -22,6 +22,8 @@ pub struct NextSlice {
     pub reason: Option<SliceReason>,
     /// Rows changed to make slots homogeneous (the matrix changed).
     pub row_moves: Vec<RowMove>,
+    /// 1GS: RT jobs whose first frame starts in this slice, and where.
+    pub first_frames: Vec<FirstFrame>,
 }
 
 /// What a rotation turns: the Ousterhout matrix, or 1GS's.
@@ -58,10 +60,14 @@ impl Rotation {
             slice,
             reason: None,
             row_moves: Vec::new(),
+            first_frames: Vec::new(),
         };
         match (self, rows) {
             (Self::OneLevelGang(rotor), Rows::OneLevelGang(state)) => {
-                rotor.next_slice(state).map(plain)
+                rotor.next_slice(state).map(|slice| NextSlice {
+                    first_frames: rotor.first_frames().to_vec(),
+                    ..plain(slice)
+                })
             }
             (Self::Gang(scheduler), Rows::Matrix(matrix, _)) => {
                 scheduler.next_slice(matrix).map(plain)
@@ -72,6 +78,7 @@ impl Rotation {
                     slice: paired.slice,
                     reason: Some(paired.reason),
                     row_moves: paired.row_moves,
+                    first_frames: Vec::new(),
                 }),
             _ => None,
         }

@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 
 use cosched_policy::global::{JobId, NodeIndex, OffsetEstimate, ScheduleClockBounds, Slice};
 use cosched_proto::wire::{
-    MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched, SwitchSlice,
-    UtilReport,
+    FirstFrameAt, MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched,
+    SwitchSlice, UtilReport,
 };
 
 use super::{
@@ -200,12 +200,32 @@ impl Core {
             .then_some(&slice);
         let observations =
             self.broadcast_ahead(start_ns, &ready, &rows, |node| active[node].clone(), ahead);
+        for first in &next.first_frames {
+            self.send_first_frame(first.job, start_ns.saturating_add(first.offset_ns));
+        }
         if self.policy == GlobalPolicy::OneLevelGang {
             // Ranks held back while no slice ran, after the slice that
             // holds them (see `launch_waits_for_a_slice`).
             self.launch_pending();
         }
         observations
+    }
+
+    /// Tells the agents of `job`'s live ranks (those of protocol 1.7, which
+    /// were launched with a pending gate) that its first frame starts at
+    /// `at_ns` (coordinator clock), each in its own clock.
+    fn send_first_frame(&mut self, job: JobId, at_ns: u64) {
+        let id = job.0 as u32;
+        let Some(nodes) = self.jobs.get(&id).map(|job| job.live_nodes()) else {
+            return;
+        };
+        tracing::info!(job = id, at_ns, "real-time job's first frame");
+        for node in nodes.into_iter().collect::<BTreeSet<_>>() {
+            if self.nodes[node].is_ready() && self.nodes[node].knows(MessageKind::FirstFrameAt) {
+                let at_ns = self.nodes[node].to_agent_clock(at_ns);
+                self.send(node, FirstFrameAt { job_id: id, at_ns });
+            }
+        }
     }
 
     fn broadcast(

@@ -49,6 +49,35 @@ pub struct JobFrames {
 /// The minor version from which a coordinator takes [`JobFrames::ready`].
 pub const READY_SINCE_MINOR: u8 = 6;
 
+/// The minor version from which an agent takes [`FirstFrameAt`] and
+/// `LaunchJob::first_frame_wait_ns`.
+pub const FIRST_FRAME_SINCE_MINOR: u8 = 7;
+
+/// Coordinator → agent (protocol 1.7): RT job `job_id`'s first frame starts
+/// at `at_ns`, in the agent's clock (converted like a slice's
+/// `apply_at_ns`). Under 1GS with admission control the coordinator picks
+/// it inside the job's start row; the agent publishes it next to the job's
+/// frame counters, where `cosched_rt_init()` waits for it. Sent once per
+/// job and node, only for ranks launched with
+/// `LaunchJob::first_frame_wait_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstFrameAt {
+    pub job_id: JobId,
+    pub at_ns: u64,
+}
+
+impl Payload for FirstFrameAt {
+    const KIND: MessageKind = MessageKind::FirstFrameAt;
+
+    fn check(&self) -> Result<(), String> {
+        if self.at_ns == 0 {
+            return Err("first-frame instant 0 (0 means pending in the gate file)".into());
+        }
+        Ok(())
+    }
+}
+
 /// Agent → coordinator, periodically while RT jobs run there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

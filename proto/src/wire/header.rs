@@ -25,8 +25,10 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// 1.5: `SliceSchedule` (gang slices announced ahead, switched by the
 /// agent's timer); 1.6: `JobFrames.ready` (see
 /// [`super::frame_reports::READY_SINCE_MINOR`]: an RT rank's processes are
-/// ready for their first frame).
-pub const PROTOCOL_MINOR: u8 = 6;
+/// ready for their first frame); 1.7: `LaunchJob.first_frame_wait_ns` and
+/// `FirstFrameAt` (see [`super::frame_reports::FIRST_FRAME_SINCE_MINOR`]:
+/// the instant an RT job's first frame starts, under 1GS).
+pub const PROTOCOL_MINOR: u8 = 7;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

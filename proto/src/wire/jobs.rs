@@ -50,6 +50,15 @@ pub struct LaunchJob {
     pub class: JobClass,
     /// Forbids paired gang scheduling from sharing this job's slot.
     pub exclusive: bool,
+    /// An RT rank whose first frame waits for an instant the coordinator
+    /// sends later (`FirstFrameAt`, under 1GS with admission control): the
+    /// agent publishes a pending first-frame gate before the rank starts,
+    /// and its processes wait in `cosched_rt_init()` for the instant at
+    /// most this long (ns). Protocol 1.7
+    /// ([`super::frame_reports::FIRST_FRAME_SINCE_MINOR`]); absent (older
+    /// agents must not be sent it): no gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_frame_wait_ns: Option<u64>,
 }
 
 impl Payload for LaunchJob {

@@ -38,11 +38,12 @@ pub enum MessageKind {
     DivisionSwitched = 52,
     FrameReport = 53,
     SliceSchedule = 54,
+    FirstFrameAt = 55,
 }
 
 impl MessageKind {
     /// Every kind this build knows.
-    pub const ALL: [MessageKind; 24] = [
+    pub const ALL: [MessageKind; 25] = [
         MessageKind::Hello,
         MessageKind::HelloAck,
         MessageKind::HelloConfirm,
@@ -67,6 +68,7 @@ impl MessageKind {
         MessageKind::DivisionSwitched,
         MessageKind::FrameReport,
         MessageKind::SliceSchedule,
+        MessageKind::FirstFrameAt,
     ];
 
     /// The header code.
@@ -95,6 +97,7 @@ impl MessageKind {
             | MessageKind::DivisionSwitched
             | MessageKind::FrameReport => 3,
             MessageKind::SliceSchedule => super::slices::SCHEDULE_SINCE_MINOR,
+            MessageKind::FirstFrameAt => super::frame_reports::FIRST_FRAME_SINCE_MINOR,
             _ => 0,
         }
     }
@@ -139,6 +142,7 @@ impl MessageKind {
             MessageKind::DivisionSwitched => "DivisionSwitched",
             MessageKind::FrameReport => "FrameReport",
             MessageKind::SliceSchedule => "SliceSchedule",
+            MessageKind::FirstFrameAt => "FirstFrameAt",
         }
     }
 }
@@ -187,5 +191,7 @@ mod tests {
         }
         let fourth = crate::wire::ProtocolVersion { major: 1, minor: 4 };
         assert!(!MessageKind::SliceSchedule.known_to(fourth));
+        let sixth = crate::wire::ProtocolVersion { major: 1, minor: 6 };
+        assert!(!MessageKind::FirstFrameAt.known_to(sixth));
     }
 }

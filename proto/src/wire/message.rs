@@ -2,7 +2,7 @@
 
 use super::classes::{ClassSettings, DivisionSwitched, SwitchDivision};
 use super::error::WireError;
-use super::frame_reports::FrameReport;
+use super::frame_reports::{FirstFrameAt, FrameReport};
 use super::jobs::{CancelJob, ExpectJob, JobExited, LaunchJob};
 use super::kind::MessageKind;
 use super::leftovers::{RanksReaped, ReapRanks};
@@ -82,4 +82,5 @@ messages!(
     DivisionSwitched(DivisionSwitched),
     FrameReport(FrameReport),
     SliceSchedule(SliceSchedule),
+    FirstFrameAt(FirstFrameAt),
 );

@@ -37,6 +37,7 @@ impl RtRun {
         let timeline = RtTimeline {
             process_start_ns: process_start_ns().unwrap_or(0),
             began_ns: monotonic_ns(),
+            gate_ns: cosched_rt::first_frame_gate_ns().unwrap_or(0),
             ..RtTimeline::default()
         };
         RtRun {

@@ -486,3 +486,33 @@ fn tdm_without_divisions_from_the_coordinator_falls_back_to_its_own_clock_and_sa
     assert_eq!(e.metrics.tdm_fallback_active.get(), 0);
     assert_eq!(e.metrics.tdm_fallbacks.get(), 1, "entered once");
 }
+
+#[test]
+fn a_gated_rt_job_gets_a_pending_gate_then_the_instant_its_coordinator_chose() {
+    use cosched_agent_common::first_frame::{FirstFrameGate, GateState};
+    let mut e = rt_engine("mode = \"ps\"");
+    let dir = launch_rt(&mut e, 7, 70, SPEC);
+    e.gate_first_frame(7, 600 * MS).unwrap();
+    assert_eq!(
+        e.k.first_frame_gates.get(&dir),
+        Some(&FirstFrameGate::pending(600 * MS))
+    );
+    assert!(e.open_first_frame(7, 123 * MS).unwrap());
+    let gate = e.k.first_frame_gates[&dir];
+    assert_eq!(gate.state(), GateState::At(123 * MS));
+    assert_eq!(gate.max_wait_ns, 600 * MS, "the bound stays the launch's");
+}
+
+#[test]
+fn a_first_frame_instant_for_a_job_launched_without_a_gate_is_ignored() {
+    let mut e = rt_engine("mode = \"ps\"");
+    launch_rt(&mut e, 7, 70, SPEC);
+    assert!(!e.open_first_frame(7, 123 * MS).unwrap(), "not gated");
+    assert!(!e.open_first_frame(8, 123 * MS).unwrap(), "unknown job");
+    assert!(e.k.first_frame_gates.is_empty());
+    // A best-effort job has no counter directory to gate.
+    e.k.spawn(90, SchedAttr::other(0));
+    e.reserve_job(9, "be", 0, None).unwrap();
+    assert!(e.gate_first_frame(9, MS).is_err());
+    assert!(e.k.first_frame_gates.is_empty());
+}

@@ -392,3 +392,51 @@ fn new_settings_that_leave_the_1gs_matrix_as_it_is_are_only_recorded_and_sent() 
     );
     assert_eq!(core.job_view(running.id).unwrap().nodes, ["n0", "n1"]);
 }
+
+#[test]
+fn under_1gs_an_rt_jobs_first_frame_instant_is_sent_once_in_its_start_row_after_every_node_is_ready()
+ {
+    let mut core = one_gs(2);
+    let video = submit(&mut core, heavy("video", 2)).id;
+    let batch = submit(&mut core, job("batch", 2)).id;
+    core.take_effects();
+    core.plan_slice(NOW_NS);
+    let launched = launches(&core.take_effects());
+    let wait = |id| {
+        launched
+            .iter()
+            .filter(|(_, l)| l.job_id == id)
+            .map(|(_, l)| l.first_frame_wait_ns)
+            .collect::<Vec<_>>()
+    };
+    // 2 windows of 3 s in 300 ms cycles, and 2 cycles more.
+    assert_eq!(wait(video), [Some(22 * 300 * MS); 2], "a pending gate");
+    assert_eq!(wait(batch), [None; 2], "best effort: no gate");
+    let mut told = Vec::new();
+    for slice in 1..12u64 {
+        if slice == 4 {
+            core.frame_report(0, &ready(video)).unwrap();
+            core.frame_report(1, &ready(video)).unwrap();
+        }
+        let start = NOW_NS + slice * SLICE_NS;
+        core.plan_slice(start);
+        let effects = core.take_effects();
+        let row = switches(&effects)[0].1.rows[0];
+        for (node, message) in sent(&effects) {
+            if let Message::FirstFrameAt(first) = message {
+                told.push((slice, row, node, first.job_id, first.at_ns - start));
+            }
+        }
+    }
+    // Ready before slice 4 (row 1) is planned: that slice gives it. The
+    // instant lies in the row with room for a frame of τ = 40 ms after it.
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told.iter().all(|&(slice, row, _, job, offset)| {
+            slice == 4 && row == 1 && job == video && offset < SLICE_NS - 40 * MS
+        }),
+        "{told:?}"
+    );
+    assert_eq!(told[0].4, told[1].4);
+    assert_ne!(told[0].2, told[1].2, "one per node");
+}

@@ -14,7 +14,8 @@
 //! - Execution: `rotation`, `active_by_node`, `slice` (a gang
 //!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`] (a new RT
 //!   job under admission control waits for its start row, then warms up in
-//!   it alone until its processes are ready for their first frame).
+//!   it alone until its processes are ready for their first frame, which
+//!   then starts at the instant the rotor gives for it: [`FirstFrame`]).
 //! - [`FrameGuarantee`]: `guaranteed_frames_per_cycle`, `unmet_guarantees`.
 //! - Phase ([`is_phase_locked`], [`frames_done_per_window`]): CPU per cycle is
 //!   not enough; b frames per window also need Ψ to divide Γ = b·d.
@@ -45,8 +46,11 @@ pub use events::{
 };
 pub use guarantee::FrameGuarantee;
 pub use job::{OneGsJob, OneGsKind, rows_needed};
-pub use phase::{RowTimeline, frames_done_per_window, is_phase_locked, worst_window_shortfall};
+pub use phase::{
+    RowTimeline, first_frame_offset, frames_done_per_window, is_phase_locked,
+    worst_window_shortfall,
+};
 pub use replication::{Replica, ReplicationStep};
-pub use rotation::{OneLevelGangRotor, WARM_UP_WINDOWS, Warming};
+pub use rotation::{FirstFrame, OneLevelGangRotor, WARM_UP_WINDOWS, Warming};
 pub use snapshot::OneLevelGangSnapshot;
 pub use state::{Allocation, Cell, CellKind, OneLevelGang, WaitingJob};

@@ -206,6 +206,55 @@ pub fn start_row(spec: &RtSpec, timeline: &RowTimeline) -> Option<usize> {
         .map(|(_, i)| i)
 }
 
+/// Release instants tried per row by [`first_frame_offset`].
+const FIRST_FRAME_STEPS: u64 = 40;
+
+/// Where in run `run` of `timeline` a job's first frame should start, as
+/// an offset from the run's start: the middle of the longest stretch of
+/// instants in `[start, stop − τ]` from which the frame model gives b frames
+/// in each of the first three windows with τ_max per frame. Every window
+/// ends at that phase of the cycle, so the middle leaves the most room on
+/// both sides: before the window's end for the frames the gap left (a late
+/// switch, a slow frame), and before the row's end for the frame released
+/// in it. The row's middle less τ/2 when no instant gives b frames; `None`
+/// without such a run.
+pub fn first_frame_offset(spec: &RtSpec, timeline: &RowTimeline, run: usize) -> Option<u64> {
+    let &(start, stop) = timeline.runs.get(run)?;
+    let last = stop.saturating_sub(spec.work_ns).max(start);
+    let fallback = (stop - start).saturating_sub(spec.work_ns) / 2;
+    if spec.frames > START_SEARCH_MAX_FRAMES {
+        return Some(fallback);
+    }
+    let step = ((last - start) / FIRST_FRAME_STEPS).max(1);
+    let full = |release: u64| {
+        frames_done_per_window(timeline, spec, release, 3, |_| spec.work_ns)
+            .iter()
+            .all(|&n| n >= spec.frames)
+    };
+    let mut best: Option<(u64, u64)> = None; // (length, middle)
+    let mut stretch: Option<u64> = None; // first good instant of the current stretch
+    let mut release = start;
+    loop {
+        let good = full(release);
+        if good {
+            stretch.get_or_insert(release);
+        }
+        let end_here = !good || release >= last;
+        if end_here && let Some(from) = stretch.take() {
+            let to = if good { release } else { release - step };
+            let len = to - from;
+            if best.is_none_or(|(best_len, _)| len > best_len) {
+                best = Some((len, from + len / 2));
+            }
+        }
+        if release >= last {
+            break;
+        }
+        release = (release + step).min(last);
+    }
+    Some(best.map_or(fallback, |(_, middle)| middle - start))
+}
+
 impl OneLevelGang {
     /// True when `job` is an allocated RT job whose window is a multiple of
     /// the current rotation's cycle (rotation length × slot): its windows
@@ -228,19 +277,47 @@ impl OneLevelGang {
         }
         let held = self.allocated.get(&job)?;
         let spec = held.job.rt_spec()?;
+        let timeline = self.own_timeline(&held.rows);
+        start_row(spec, &timeline).map(|i| held.rows[i])
+    }
+
+    /// Where an allocated RT job's first frame should start: its start
+    /// row ([`Self::start_row_of`]) and the offset from that row's start
+    /// ([`first_frame_offset`]). `None` when it has no start row.
+    pub fn first_frame_of(&self, job: JobId) -> Option<(RowIndex, u64)> {
+        let row = self.start_row_of(job)?;
+        let held = self.allocated.get(&job)?;
+        let spec = held.job.rt_spec()?;
+        let timeline = self.own_timeline(&held.rows);
+        let run = held.rows.iter().position(|&r| r == row)?;
+        Some((row, first_frame_offset(spec, &timeline, run)?))
+    }
+
+    /// How long the processes of an allocated RT job with a start row
+    /// should wait for their first-frame instant at most: its warm-up's
+    /// longest run ([`super::WARM_UP_WINDOWS`] windows of cycles) and one
+    /// cycle more. `None` when it has no start row (it gets no instant).
+    pub fn first_frame_wait_ns(&self, job: JobId) -> Option<u64> {
+        self.start_row_of(job)?;
+        let spec = self.allocated.get(&job)?.job.rt_spec()?;
+        let cycle = self.config.cycle_ns().max(1);
+        let windows = (super::WARM_UP_WINDOWS * spec.window_ns()).div_ceil(cycle);
+        Some((windows + 2).saturating_mul(cycle))
+    }
+
+    /// A job's rows as they run in the full cycle.
+    fn own_timeline(&self, rows: &[RowIndex]) -> RowTimeline {
         let slot = self.config.slot_ns();
-        let timeline = RowTimeline {
+        RowTimeline {
             cycle_ns: slot * self.rows() as u64,
-            runs: held
-                .rows
+            runs: rows
                 .iter()
                 .map(|&row| {
                     let start = row as u64 * slot;
                     (start, start + self.config.quantum_ns)
                 })
                 .collect(),
-        };
-        start_row(spec, &timeline).map(|i| held.rows[i])
+        }
     }
 }
 
@@ -387,5 +464,31 @@ mod tests {
             let later = frames_done_per_window(&timeline, &spec, start + 4 * MS, 5, |_| 2 * MS);
             assert_eq!(later, [30; 5]);
         }
+    }
+
+    #[test]
+    fn the_first_frame_starts_mid_way_through_the_instants_that_keep_every_window_full() {
+        // Rows 0 and 1 of 6, started in row 1: any release 0..=8 ms into
+        // row 1 gives 30 frames in every window (the gap's 4 frames and row
+        // 0's finish by 10 ms into the run, the row's own frame by its end);
+        // the middle, 4 ms, leaves 4 ms for a late switch on either side.
+        let spec = bench_job_b30();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0, 1]);
+        assert_eq!(first_frame_offset(&spec, &timeline, 1), Some(4 * MS));
+        let release = timeline.runs[1].0 + 4 * MS;
+        assert_eq!(
+            frames_done_per_window(&timeline, &spec, release, 5, |_| 2 * MS),
+            [30; 5]
+        );
+        assert_eq!(first_frame_offset(&spec, &timeline, 2), None);
+    }
+
+    #[test]
+    fn with_no_instant_keeping_every_window_full_the_first_frame_starts_mid_row() {
+        // One 10 ms row per 60 ms cannot pay for 6 frames of 2 ms: no
+        // release gives 30 frames; the row's middle less τ/2.
+        let spec = bench_job_b30();
+        let timeline = RowTimeline::from_slots(10 * MS, 6, &[0]);
+        assert_eq!(first_frame_offset(&spec, &timeline, 0), Some(4 * MS));
     }
 }

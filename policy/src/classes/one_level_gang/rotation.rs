@@ -103,6 +103,25 @@ pub struct OneLevelGangRotor {
     /// allocated, so a report that comes before the start row counts).
     #[serde(default)]
     ready: BTreeSet<JobId>,
+    /// RT jobs with a start row whose first-frame instant is not given yet
+    /// ([`FirstFrame`]).
+    #[serde(default)]
+    to_gate: BTreeSet<JobId>,
+    /// The first-frame instants the last slice gave.
+    #[serde(skip)]
+    first_frames: Vec<FirstFrame>,
+}
+
+/// When an RT job's first frame starts: `offset_ns` after the start of the
+/// slice that gave it (a slice of the job's start row, the first one after
+/// its processes were all ready), so that every window of the job ends at
+/// the same, roomy phase of its rows ([`super::first_frame_offset`]).
+/// Agents publish the instant next to the job's frame counters; the
+/// processes' `cosched_rt_init()` waits for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FirstFrame {
+    pub job: JobId,
+    pub offset_ns: u64,
 }
 
 /// A job warming up in its start row ([`OneLevelGangRotor::warming`]).
@@ -159,13 +178,47 @@ impl OneLevelGangRotor {
         self.warming
             .retain(|&job, _| state.allocation(job).is_some());
         self.ready.retain(|&job| state.allocation(job).is_some());
+        self.to_gate.retain(|&job| state.allocation(job).is_some());
         for held in state.allocations() {
             if self.seen.insert(held.job.id)
                 && let Some(row) = state.start_row_of(held.job.id)
             {
                 self.starting.insert(held.job.id, row);
+                self.to_gate.insert(held.job.id);
             }
         }
+    }
+
+    /// The first-frame instants `slice` of `row` gives: to the jobs that
+    /// run in it, are ready, have not had theirs, and start in this row.
+    fn gate_first_frames(&mut self, state: &OneLevelGang, row: RowIndex, slice: &Slice) {
+        self.first_frames.clear();
+        let running = slice.active_jobs();
+        let due: Vec<JobId> = self
+            .to_gate
+            .iter()
+            .copied()
+            .filter(|job| self.ready.contains(job) && running.contains(job))
+            .collect();
+        for job in due {
+            if let Some((start, offset_ns)) = state.first_frame_of(job)
+                && start == row
+            {
+                self.to_gate.remove(&job);
+                self.first_frames.push(FirstFrame { job, offset_ns });
+            }
+        }
+    }
+
+    /// The first-frame instants given by the slice [`Self::next_slice`]
+    /// returned last (each job's once).
+    pub fn first_frames(&self) -> &[FirstFrame] {
+        &self.first_frames
+    }
+
+    /// RT jobs still to be given their first-frame instant.
+    pub fn awaiting_first_frame(&self) -> &BTreeSet<JobId> {
+        &self.to_gate
     }
 
     /// Takes the jobs still waiting for their start row, or warming up in
@@ -210,6 +263,7 @@ impl OneLevelGangRotor {
 
     /// The next slice, or `None` when the matrix is empty.
     pub fn next_slice(&mut self, state: &OneLevelGang) -> Option<Slice> {
+        self.first_frames.clear();
         loop {
             if self.remaining.is_empty() {
                 let rotation = state.rotation();
@@ -226,6 +280,7 @@ impl OneLevelGangRotor {
             self.note_new_jobs(state);
             let mut slice = state.slice(self.next_number, self.rounds_started - 1, row);
             self.hold_starting_jobs(state, row, &mut slice);
+            self.gate_first_frames(state, row, &slice);
             self.next_number += 1;
             return Some(slice);
         }

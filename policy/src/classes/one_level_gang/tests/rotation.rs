@@ -271,3 +271,65 @@ fn without_admission_control_no_job_waits_for_a_start_row() {
     let first = rotor.next_slice(&state).unwrap();
     assert!(first.active_jobs().contains(&JobId(1)));
 }
+
+#[test]
+fn a_ready_rt_job_is_given_its_first_frame_instant_once_mid_way_into_its_start_row() {
+    // The bench's 1GS job (rows 0 and 1 of 6, start row 1); its processes
+    // are ready from slice 3 on (row 3): the next slice of row 1 gives the
+    // instant, 4 ms into the row, and no later slice gives another.
+    let mut state = matrix(2, 6, 2, 1, true);
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    let mut given = Vec::new();
+    for n in 0..24 {
+        if n == 3 {
+            rotor.counters_ready(JobId(1));
+        }
+        let slice = rotor.next_slice(&state).unwrap();
+        for first in rotor.first_frames() {
+            given.push((n, slice.rows.lowest_row(), first.job, first.offset_ns));
+        }
+    }
+    assert_eq!(given, [(7, 1, JobId(1), 4 * MS)]);
+    assert!(rotor.awaiting_first_frame().is_empty());
+}
+
+#[test]
+fn a_job_ready_before_its_start_row_gets_its_instant_in_that_row_and_one_without_admission_none() {
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    let mut state = matrix(2, 6, 2, 1, true);
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    let mut rotor = OneLevelGangRotor::new();
+    rotor.counters_ready(JobId(1));
+    let slices: Vec<usize> = (0..6)
+        .map(|_| {
+            rotor.next_slice(&state).unwrap();
+            rotor.first_frames().len()
+        })
+        .collect();
+    assert_eq!(slices, [0, 1, 0, 0, 0, 0]);
+
+    // Without admission control there is no start row and no instant: the
+    // processes start at once.
+    let mut free = matrix(2, 6, 2, 1, false);
+    allocate(&mut free, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    assert_eq!(free.first_frame_of(JobId(1)), None);
+    assert_eq!(free.first_frame_wait_ns(JobId(1)), None);
+    let mut rotor = OneLevelGangRotor::new();
+    rotor.counters_ready(JobId(1));
+    for _ in 0..12 {
+        rotor.next_slice(&free).unwrap();
+        assert!(rotor.first_frames().is_empty());
+    }
+}
+
+#[test]
+fn a_gated_job_waits_at_most_its_warm_up_and_two_cycles_for_its_instant() {
+    let spec = RtSpec::new(10 * MS, 30, 2 * MS).unwrap();
+    let mut state = matrix(2, 6, 2, 1, true);
+    allocate(&mut state, OneGsJob::real_time(JobId(1), 2, spec, WAIT), 0);
+    // 2 windows of 300 ms = 10 cycles of 60 ms, and 2 more.
+    assert_eq!(state.first_frame_wait_ns(JobId(1)), Some(12 * 60 * MS));
+    assert_eq!(state.first_frame_of(JobId(1)), Some((1, 4 * MS)));
+}
