@@ -15,6 +15,9 @@
      I/O), MPL 5, the seed's system parameters (seed000.toml), gang against
      the local (dynamic coscheduling) policies: response time and the CPU
      split. A run that takes over 150 s of wall time is left out.
+     --kind, --load and --scheme (comma lists) run a part of it: the rows
+     run replace theirs in seed000.json, the others are kept, and the SVGs
+     are drawn from them all (so the set can be run in several parts).
 Writes docs/results/sim/seed001.json/.svg, seed000.json, seed000-comm.svg
 and seed000-io.svg.
 """
@@ -112,54 +115,97 @@ def seed001(sim):
               os.path.join(OUT, "seed001.svg"))
 
 
-def seed000(sim):
-    rows = []
-    kinds = {
-        "comm": ["--comm-fraction", "1", "--io-fraction", "0", "--recv", "spin"],
-        "io": ["--comm-fraction", "0", "--io-fraction", "1", "--io-share", "0.5", "--recv", "spin"],
-    }
-    schemes = [("gang", "local")] + [
-        ("local", p) for p in ("local", "sb", "dcs", "dcs-sb", "pb", "pb-sb", "sy")
-    ]
-    for kind, extra in kinds.items():
-        for load in (0.5, 0.7, 0.9):
+SEED000_KINDS = {
+    "comm": ["--comm-fraction", "1", "--io-fraction", "0", "--recv", "spin"],
+    "io": ["--comm-fraction", "0", "--io-fraction", "1", "--io-share", "0.5", "--recv", "spin"],
+}
+SEED000_LOADS = (0.5, 0.7, 0.9)
+SEED000_SCHEMES = [("gang", "local")] + [
+    ("local", p) for p in ("local", "sb", "dcs", "dcs-sb", "pb", "pb-sb", "sy")
+]
+
+
+def scheme_name(glob, loc):
+    return "gang" if glob == "gang" else loc
+
+
+def seed000(sim, kinds=None, loads=None, schemes=None):
+    path = os.path.join(OUT, "seed000.json")
+    everything = kinds is None and loads is None and schemes is None
+    old = {"rows": [], "left_out": []}
+    if not everything and os.path.exists(path):
+        old = json.load(open(path))
+        old.setdefault("left_out", [])
+    rows, left_out = [], []
+    done = set()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+    for kind, extra in SEED000_KINDS.items():
+        if kinds and kind not in kinds:
+            continue
+        for load in SEED000_LOADS:
+            if loads and load not in loads:
+                continue
             base = ["--config", os.path.join(HERE, "seed000.toml"), "--jobs", "100",
                     "--load", str(load), "--max-size", "32", "--min-runtime-s", "5",
                     "--max-runtime-s", "100", "--granularity-ms", "20",
                     "--stop-inactive"] + extra
-            for glob, loc in schemes:
-                for r in run(sim, base + ["--global", glob, "--local", loc], timeout=150):
+            for glob, loc in SEED000_SCHEMES:
+                name = scheme_name(glob, loc)
+                if schemes and name not in schemes:
+                    continue
+                done.add((kind, load, name))
+                got = run(sim, base + ["--global", glob, "--local", loc], timeout=150)
+                if not got:
+                    left_out.append({"workload": kind, "load": load, "scheme": name,
+                                     "why": "over 150 s of wall time"})
+                for r in got:
                     s = summary(r)
                     s["workload"] = kind
                     s["load"] = load
+                    s["commit"] = commit
                     rows.append(s)
                     print(f"000 {kind} load {load} {s['label']}: response "
                           f"{s['response_s_mean']:.1f} s, slowdown {s['slowdown_mean']:.2f}, "
                           f"spin {s['cpu']['spinning']:.2f}, idle {s['cpu']['idle']:.2f}, "
                           f"wall {s['wall_s']:.1f} s", flush=True)
-    json.dump({"command": "python3 sim/experiments/seeds.py 000", "rows": rows},
-              open(os.path.join(OUT, "seed000.json"), "w"), indent=1)
-    for kind in kinds:
+
+    def key(r):
+        name = "gang" if r["label"].startswith("gang") else r["label"].split("/")[1]
+        return (r["workload"], r["load"], name)
+
+    order = {k: i for i, k in enumerate(SEED000_KINDS)}
+    sorder = {scheme_name(g, l): i for i, (g, l) in enumerate(SEED000_SCHEMES)}
+    rows += [r for r in old["rows"] if key(r) not in done]
+    rows.sort(key=lambda r: (order[r["workload"]], r["load"], sorder[key(r)[2]]))
+    left_out += [r for r in old["left_out"] if (r["workload"], r["load"], r["scheme"]) not in done]
+    json.dump({"command": "python3 sim/experiments/seeds.py 000", "rows": rows,
+               "left_out": left_out}, open(path, "w"), indent=1)
+    for kind in SEED000_KINDS:
         series = {}
         for r in rows:
             if r["workload"] == kind:
-                name = "gang" if r["label"].startswith("gang") else r["label"].split("/")[1]
-                series.setdefault(name, []).append((r["load"], r["response_s_mean"]))
-        svg_lines(f"Seed 000 set-up, {kind}-intensive: mean response time vs load "
-                  "(32 nodes, MPL 5)", "offered load", "mean response time (s, log)",
-                  series, os.path.join(OUT, f"seed000-{kind}.svg"), log_y=True)
+                series.setdefault(key(r)[2], []).append((r["load"], r["response_s_mean"]))
+        if series:
+            svg_lines(f"Seed 000 set-up, {kind}-intensive: mean response time vs load "
+                      "(32 nodes, MPL 5)", "offered load", "mean response time (s, log)",
+                      series, os.path.join(OUT, f"seed000-{kind}.svg"), log_y=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("which", nargs="*", default=["001", "000"])
     ap.add_argument("--sim", default=os.path.join(ROOT, "target/release/cosched-sim"))
+    ap.add_argument("--kind", help="000 only: comm,io")
+    ap.add_argument("--load", help="000 only: some of 0.5,0.7,0.9")
+    ap.add_argument("--scheme", help="000 only: some of gang,local,sb,dcs,dcs-sb,pb,pb-sb,sy")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     if "001" in a.which:
         seed001(a.sim)
     if "000" in a.which:
-        seed000(a.sim)
+        split = lambda v, f=str: [f(x) for x in v.split(",")] if v else None
+        seed000(a.sim, split(a.kind), split(a.load, float), split(a.scheme))
 
 
 if __name__ == "__main__":
