@@ -73,7 +73,7 @@ pub struct SpinBlockParams {
     /// block whose message came sooner than `spin_threshold_us` (the price
     /// of a block) after it; halved back, never below
     /// `spin_threshold_us`, after one whose wait went on at least as long
-    /// as the threshold. Ignored with `learn_spin_time`. Default false.
+    /// as the threshold. Ignored with `learn_spin_time`. Default true.
     pub adapt_threshold: bool,
     /// Upper bound of an adapted spin threshold, µs. Default 4000 (one
     /// scheduler tick at HZ=250: the kernel preempts a spinner that long
@@ -94,7 +94,7 @@ impl Default for SpinBlockParams {
             wake_boost_us: 5_000,
             wake_boost_after_send: false,
             max_block_us: 100_000,
-            adapt_threshold: false,
+            adapt_threshold: true,
             max_spin_threshold_us: 4_000,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
@@ -225,7 +225,9 @@ impl SpinWaitRule {
     pub fn spin_time(&self) -> SpinTime {
         match (&self.learning, self.adapt_max_ns) {
             (Some(learning), _) => SpinTime::learned(self.threshold_ns, learning),
-            (None, Some(max_ns)) => SpinTime::adaptive(self.threshold_ns, max_ns, self.threshold_ns),
+            (None, Some(max_ns)) => {
+                SpinTime::adaptive(self.threshold_ns, max_ns, self.threshold_ns)
+            }
             (None, None) => SpinTime::fixed(self.threshold_ns),
         }
     }

@@ -593,7 +593,10 @@ fn a_block_whose_message_comes_after_a_blocks_cost_but_before_the_threshold_keep
 
 #[test]
 fn without_adaptation_the_threshold_stays_fixed_however_blocks_turn_out() {
-    let mut h = Harness::of_kind(PolicyKind::Sb);
+    let mut h = Harness::new(sb_config(SpinBlockParams {
+        adapt_threshold: false,
+        ..Default::default()
+    }));
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T1, 0, 0);
