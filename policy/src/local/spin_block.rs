@@ -73,7 +73,9 @@ pub struct SpinBlockParams {
     /// block whose message came sooner than `spin_threshold_us` (the price
     /// of a block) after it; halved back, never below
     /// `spin_threshold_us`, after one whose wait went on at least as long
-    /// as the threshold. Ignored with `learn_spin_time`. Default true.
+    /// as the threshold. Ignored with `learn_spin_time`. Default false:
+    /// measured better than the fixed threshold at two jobs per CPU and
+    /// worse at three (docs/benchmarks.md, "SB at MPL 2").
     pub adapt_threshold: bool,
     /// Upper bound of an adapted spin threshold, µs. Default 4000 (one
     /// scheduler tick at HZ=250: the kernel preempts a spinner that long
@@ -94,7 +96,7 @@ impl Default for SpinBlockParams {
             wake_boost_us: 5_000,
             wake_boost_after_send: false,
             max_block_us: 100_000,
-            adapt_threshold: true,
+            adapt_threshold: false,
             max_spin_threshold_us: 4_000,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
