@@ -107,12 +107,14 @@ impl Default for SpinBlockParams {
 impl SpinBlockParams {
     pub fn validate(&self) -> Result<(), ConfigError> {
         ConfigError::require_positive("sb.spin_threshold_us", self.spin_threshold_us)?;
-        ConfigError::require_ordered(
-            "sb.spin_threshold_us",
-            self.spin_threshold_us,
-            "sb.max_spin_threshold_us",
-            self.max_spin_threshold_us,
-        )?;
+        if self.adapt_threshold {
+            ConfigError::require_ordered(
+                "sb.spin_threshold_us",
+                self.spin_threshold_us,
+                "sb.max_spin_threshold_us",
+                self.max_spin_threshold_us,
+            )?;
+        }
         ConfigError::require_rt_prio("sb.wake_boost_prio", self.wake_boost_prio)?;
         ConfigError::require_positive("sb.wake_boost_us", self.wake_boost_us)?;
         ConfigError::require_positive("sb.max_block_us", self.max_block_us)?;
