@@ -118,7 +118,11 @@ impl DynamicCoscheduler {
         fairness: &FairnessParams,
     ) -> Self {
         let rules = Rules {
-            spin_wait: Some(SpinWaitRule::block(sb)),
+            spin_wait: Some(SpinWaitRule {
+                // The adaptive threshold was measured for plain SB only.
+                adapt_max_ns: None,
+                ..SpinWaitRule::block(sb)
+            }),
             periodic: Some(pb.rule()),
             ..Rules::default()
         };
@@ -137,6 +141,8 @@ impl DynamicCoscheduler {
                 wake_boost: None,
                 // Woken with the DCS boost: priced as SB's.
                 reported: true,
+                // The adaptive threshold was measured for plain SB only.
+                adapt_max_ns: None,
                 ..SpinWaitRule::block(sb)
             }),
             ..Rules::default()

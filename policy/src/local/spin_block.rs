@@ -68,6 +68,19 @@ pub struct SpinBlockParams {
     pub wake_boost_after_send: bool,
     /// Longest a task stays blocked without its message, µs. Default 100000.
     pub max_block_us: u64,
+    /// Adapt each task's spin threshold to how its blocks turned out
+    /// (plain `sb` only): doubled, up to `max_spin_threshold_us`, after a
+    /// block whose message came sooner than `spin_threshold_us` (the price
+    /// of a block) after it; halved back, never below
+    /// `spin_threshold_us`, after one whose wait went on at least as long
+    /// as the threshold. Ignored with `learn_spin_time`. Default false:
+    /// measured better than the fixed threshold at two jobs per CPU and
+    /// worse at three (docs/benchmarks.md, "SB at MPL 2").
+    pub adapt_threshold: bool,
+    /// Upper bound of an adapted spin threshold, µs. Default 4000 (one
+    /// scheduler tick at HZ=250: the kernel preempts a spinner that long
+    /// anyway).
+    pub max_spin_threshold_us: u64,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
     pub learning: SpinLearningParams,
@@ -83,6 +96,8 @@ impl Default for SpinBlockParams {
             wake_boost_us: 5_000,
             wake_boost_after_send: false,
             max_block_us: 100_000,
+            adapt_threshold: false,
+            max_spin_threshold_us: 4_000,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
         }
@@ -92,6 +107,14 @@ impl Default for SpinBlockParams {
 impl SpinBlockParams {
     pub fn validate(&self) -> Result<(), ConfigError> {
         ConfigError::require_positive("sb.spin_threshold_us", self.spin_threshold_us)?;
+        if self.adapt_threshold {
+            ConfigError::require_ordered(
+                "sb.spin_threshold_us",
+                self.spin_threshold_us,
+                "sb.max_spin_threshold_us",
+                self.max_spin_threshold_us,
+            )?;
+        }
         ConfigError::require_rt_prio("sb.wake_boost_prio", self.wake_boost_prio)?;
         ConfigError::require_positive("sb.wake_boost_us", self.wake_boost_us)?;
         ConfigError::require_positive("sb.max_block_us", self.max_block_us)?;
@@ -148,6 +171,9 @@ pub(crate) struct SpinWaitRule {
     pub block_reason: Reason,
     pub threshold_ns: u64,
     pub learning: Option<SpinLearningParams>,
+    /// Adapt the threshold to how blocks turn out, up to this, ns
+    /// ([`SpinTime::adaptive`]; the threshold is the block's price).
+    pub adapt_max_ns: Option<u64>,
     pub max_hold_ns: u64,
     /// Boost given on wake-up (SB), if any.
     pub wake_boost: Option<BoostRule>,
@@ -170,6 +196,9 @@ impl SpinWaitRule {
             block_reason: Reason::SpinThresholdBlock,
             threshold_ns: us_to_ns(params.spin_threshold_us),
             learning: params.learn_spin_time.then(|| params.learning.clone()),
+            adapt_max_ns: params
+                .adapt_threshold
+                .then(|| us_to_ns(params.max_spin_threshold_us)),
             max_hold_ns: us_to_ns(params.max_block_us),
             wake_boost: params.wake_boost.then(|| BoostRule {
                 prio: params.wake_boost_prio,
@@ -189,6 +218,7 @@ impl SpinWaitRule {
             block_reason: Reason::SpinThresholdYield,
             threshold_ns: us_to_ns(params.spin_threshold_us),
             learning: params.learn_spin_time.then(|| params.learning.clone()),
+            adapt_max_ns: None,
             max_hold_ns: us_to_ns(params.max_yield_us),
             wake_boost: None,
             reported: true,
@@ -197,9 +227,12 @@ impl SpinWaitRule {
 
     /// A new task's spin time.
     pub fn spin_time(&self) -> SpinTime {
-        match &self.learning {
-            Some(learning) => SpinTime::learned(self.threshold_ns, learning),
-            None => SpinTime::fixed(self.threshold_ns),
+        match (&self.learning, self.adapt_max_ns) {
+            (Some(learning), _) => SpinTime::learned(self.threshold_ns, learning),
+            (None, Some(max_ns)) => {
+                SpinTime::adaptive(self.threshold_ns, max_ns, self.threshold_ns)
+            }
+            (None, None) => SpinTime::fixed(self.threshold_ns),
         }
     }
 }
@@ -284,9 +317,14 @@ impl DynamicCoscheduler {
         let Some(managed) = self.tasks.get_mut(&task) else {
             return;
         };
-        if !matches!(managed.hold, Hold::Blocked { .. }) {
+        let Hold::Blocked { since, .. } = managed.hold else {
             return;
-        }
+        };
+        // How long the wait went on after the block: what an adaptive spin
+        // threshold learns from.
+        managed
+            .spin_time
+            .observe_block(self.now.saturating_sub(since));
         managed.hold = Hold::Free;
         self.yields.remove(&task);
         let boost = if let Some(rule) = self.rules.demand {

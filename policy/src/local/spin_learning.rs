@@ -116,6 +116,19 @@ pub fn cost_minimising_spin(waits: &[u64], block_cost_ns: u64) -> u64 {
 pub(crate) struct SpinTime {
     fixed_ns: u64,
     learner: Option<Learner>,
+    adapter: Option<Adapter>,
+}
+
+/// A fixed threshold that adapts to how the task's blocks turned out
+/// ([`SpinTime::observe_block`]): doubled after a block its message
+/// followed sooner than a block costs, halved back after one that the
+/// doubled spin would not have spared either. Stays within
+/// `[fixed, max]`.
+#[derive(Debug, Clone)]
+struct Adapter {
+    current_ns: u64,
+    max_ns: u64,
+    block_cost_ns: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -136,6 +149,22 @@ impl SpinTime {
         Self {
             fixed_ns: threshold_ns,
             learner: None,
+            adapter: None,
+        }
+    }
+
+    /// A fixed spin time `threshold_ns` that adapts, up to `max_ns`, to how
+    /// the task's blocks turn out ([`Self::observe_block`]); a block costs
+    /// `block_cost_ns`.
+    pub fn adaptive(threshold_ns: u64, max_ns: u64, block_cost_ns: u64) -> Self {
+        Self {
+            fixed_ns: threshold_ns,
+            learner: None,
+            adapter: Some(Adapter {
+                current_ns: threshold_ns.max(1),
+                max_ns: max_ns.max(threshold_ns).max(1),
+                block_cost_ns,
+            }),
         }
     }
 
@@ -153,16 +182,40 @@ impl SpinTime {
                 max_ns: us_to_ns(params.max_us).max(1),
                 learned_ns: None,
             }),
+            adapter: None,
         }
     }
 
     /// The spin time to use now.
     pub fn current_ns(&self) -> u64 {
+        if let Some(adapter) = &self.adapter {
+            return adapter.current_ns;
+        }
         self.learner
             .as_ref()
             .and_then(|l| l.learned_ns)
             .unwrap_or(self.fixed_ns)
             .max(1)
+    }
+
+    /// A block of the task ended by its message `remaining_ns` after the
+    /// block (the rest of the wait the block was for). The competitive rule
+    /// behind the threshold blocks because the rest of a wait that has
+    /// lasted the threshold is expected to outlast a block's cost; when it
+    /// did not (`remaining_ns` < the cost) spinning on would have been
+    /// cheaper, and the threshold doubles. When the rest of the wait was at
+    /// least as long as the threshold itself, a doubled spin would not have
+    /// caught it either, and the threshold halves (never below the
+    /// configured one). Only for an adaptive spin time.
+    pub fn observe_block(&mut self, remaining_ns: u64) {
+        let Some(adapter) = self.adapter.as_mut() else {
+            return;
+        };
+        if remaining_ns < adapter.block_cost_ns {
+            adapter.current_ns = adapter.current_ns.saturating_mul(2).min(adapter.max_ns);
+        } else if remaining_ns >= adapter.current_ns {
+            adapter.current_ns = (adapter.current_ns / 2).max(self.fixed_ns).max(1);
+        }
     }
 
     /// Records one observed message wait.

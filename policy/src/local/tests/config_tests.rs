@@ -133,3 +133,22 @@ fn invalid_values_are_rejected_naming_the_field() {
     let err = build_policy(&config).unwrap_err();
     assert_eq!(err.to_string(), "dcs.boost_prio = 0 is outside 1..=99");
 }
+
+#[test]
+fn an_adaptive_threshold_must_not_start_above_its_bound() {
+    let adaptive = SpinBlockParams {
+        adapt_threshold: true,
+        spin_threshold_us: 5_000,
+        max_spin_threshold_us: 4_000,
+        ..Default::default()
+    };
+    assert!(adaptive.validate().is_err());
+    let fixed = SpinBlockParams {
+        adapt_threshold: false,
+        ..adaptive
+    };
+    assert!(
+        fixed.validate().is_ok(),
+        "the bound only matters when adapting"
+    );
+}

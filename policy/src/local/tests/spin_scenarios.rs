@@ -563,3 +563,126 @@ fn a_quantum_boosted_rank_whose_peer_stops_answering_is_blocked_at_its_spin_thre
         "its message wakes it with a new boost"
     );
 }
+
+fn adaptive_sb(kind: PolicyKind) -> Harness {
+    let sb = SpinBlockParams {
+        adapt_threshold: true,
+        ..Default::default()
+    };
+    let mut h = Harness::new(LocalPolicyConfig {
+        sb,
+        ..LocalPolicyConfig::for_kind(kind)
+    });
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    h
+}
+
+/// T1, on its CPU, starts waiting at `t0`; once blocked it leaves its CPU
+/// to T2, its message comes `after` ns later (T1 woken, runs, reads it).
+/// Returns how long T1 spun before the block, and when the episode is over.
+fn wait_blocked_for(h: &mut Harness, t0: u64, after: u64) -> (u64, u64) {
+    h.spin(T1, t0);
+    let mut t = t0;
+    let blocked_at = loop {
+        t += us(10);
+        h.advance_to(t);
+        if let Some((at, Level::Demote, Reason::SpinThresholdBlock)) = h.last(T1)
+            && at >= t0
+        {
+            break at;
+        }
+        assert!(t < t0 + ms(50), "never blocked");
+    };
+    h.preempt(T1, blocked_at + us(5));
+    h.run(T2, 0, blocked_at + us(5));
+    let msg = blocked_at + after;
+    h.arrive(T1, msg, false);
+    h.preempt(T2, msg + us(5));
+    h.run(T1, 0, msg + us(5));
+    h.receive(T1, msg + us(10));
+    (blocked_at - t0, msg + us(100))
+}
+
+#[test]
+fn a_rank_whose_message_keeps_coming_right_after_its_block_spins_longer_next_time() {
+    let mut h = adaptive_sb(PolicyKind::Sb);
+    let mut t = ms(1);
+    let mut spun = Vec::new();
+    for _ in 0..5 {
+        let (s, end) = wait_blocked_for(&mut h, t, us(100));
+        spun.push(s);
+        t = end + ms(1);
+    }
+    assert_eq!(
+        spun,
+        vec![us(500), ms(1), ms(2), ms(4), ms(4)],
+        "doubled after each block its message followed within a block's cost, up to the bound"
+    );
+}
+
+#[test]
+fn a_rank_whose_waits_outlast_its_blocks_goes_back_to_the_configured_threshold() {
+    let mut h = adaptive_sb(PolicyKind::Sb);
+    let mut t = ms(1);
+    for _ in 0..3 {
+        t = wait_blocked_for(&mut h, t, us(100)).1 + ms(1);
+    }
+    // Now at 4 ms; the partner is away for much longer than that.
+    let mut spun = Vec::new();
+    for _ in 0..5 {
+        let (s, end) = wait_blocked_for(&mut h, t, ms(20));
+        spun.push(s);
+        t = end + ms(1);
+    }
+    assert_eq!(
+        spun,
+        vec![ms(4), ms(2), ms(1), us(500), us(500)],
+        "halved after each block the doubled spin would not have spared, never below the configured threshold"
+    );
+}
+
+#[test]
+fn a_block_whose_message_comes_after_a_blocks_cost_but_before_the_threshold_keeps_it() {
+    let mut h = adaptive_sb(PolicyKind::Sb);
+    let mut t = ms(1);
+    t = wait_blocked_for(&mut h, t, us(100)).1 + ms(1); // 500 -> 1000 us
+    let mut spun = Vec::new();
+    for _ in 0..3 {
+        let (s, end) = wait_blocked_for(&mut h, t, us(700));
+        spun.push(s);
+        t = end + ms(1);
+    }
+    assert_eq!(spun, vec![ms(1); 3]);
+}
+
+#[test]
+fn without_adaptation_the_threshold_stays_fixed_however_blocks_turn_out() {
+    let mut h = Harness::new(sb_config(SpinBlockParams {
+        adapt_threshold: false,
+        ..Default::default()
+    }));
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T1, 0, 0);
+    let mut t = ms(1);
+    for _ in 0..3 {
+        let (s, end) = wait_blocked_for(&mut h, t, us(100));
+        assert_eq!(s, us(500));
+        t = end + ms(1);
+    }
+}
+
+#[test]
+fn pb_sb_and_dcs_sb_keep_the_configured_threshold_when_sb_adapts() {
+    for kind in [PolicyKind::PbSb, PolicyKind::DcsSb] {
+        let mut h = adaptive_sb(kind);
+        let mut t = ms(1);
+        for _ in 0..3 {
+            let (s, end) = wait_blocked_for(&mut h, t, us(100));
+            assert_eq!(s, us(500), "{kind:?}");
+            t = end + ms(1);
+        }
+    }
+}
