@@ -829,8 +829,9 @@ impl Harness {
     }
 }
 
-#[test]
-fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_slices() {
+/// Jobs 7 and 8 running, a schedule from slice 10 in 2 ms alternating them
+/// every 2 ms, reporting every second slice.
+fn alternating_schedule_of_two_jobs() -> Harness {
     let mut h = harness();
     h.running_job(7, 100);
     h.running_job(8, 200);
@@ -838,6 +839,12 @@ fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_sli
     h.drain();
     let start = monotonic_ns() + 2_000_000;
     h.message(schedule(10, start, 2_000_000, &[&[7], &[8]], 2));
+    h
+}
+
+#[test]
+fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_slices() {
+    let mut h = alternating_schedule_of_two_jobs();
     let mut seen = Vec::new();
     let mut reported = Vec::new();
     for _ in 0..4 {
@@ -854,13 +861,7 @@ fn a_schedule_switches_slice_after_slice_by_the_timer_and_reports_its_report_sli
 /// reports, not one message per slice.
 #[test]
 fn a_schedule_sends_the_quanta_utilisation_with_its_report_slices_only() {
-    let mut h = harness();
-    h.running_job(7, 100);
-    h.running_job(8, 200);
-    h.event(UP);
-    h.drain();
-    let start = monotonic_ns() + 2_000_000;
-    h.message(schedule(10, start, 2_000_000, &[&[7], &[8]], 2));
+    let mut h = alternating_schedule_of_two_jobs();
     let mut sent_per_switch = Vec::new();
     for _ in 0..4 {
         h.fire_timer();
