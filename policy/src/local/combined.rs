@@ -87,6 +87,8 @@ pub struct DynamicCoscheduler {
     pub(crate) dcs_yield_ns: Option<u64>,
     /// DCS: tasks yielding after their quantum, and until when.
     pub(crate) yields: BTreeMap<TaskId, u64>,
+    /// DCS quantum boosts take turns by CPU time ([`DcsParams::take_turns`]).
+    pub(crate) take_turns: bool,
 }
 
 impl DynamicCoscheduler {
@@ -106,6 +108,7 @@ impl DynamicCoscheduler {
             forgotten_boosts: Vec::new(),
             dcs_yield_ns: None,
             yields: BTreeMap::new(),
+            take_turns: false,
         }
     }
 
@@ -149,6 +152,7 @@ impl DynamicCoscheduler {
         };
         let mut policy = Self::with_rules(PolicyKind::DcsSb, rules, fairness);
         policy.dcs_yield_ns = Some(super::ids::us_to_ns(dcs.yield_after_quantum_us));
+        policy.take_turns = dcs.take_turns && !dcs.end_on_wait;
         policy
     }
 
@@ -228,6 +232,14 @@ impl DynamicCoscheduler {
         if matches!(managed.hold, Hold::Boosted { .. }) {
             return BoostOutcome::AlreadyBoosted;
         }
+        if source == BoostSource::Arrival
+            && let Some(why) = self.take_turn(task, out)
+        {
+            return BoostOutcome::Refused(why);
+        }
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return BoostOutcome::NotManaged;
+        };
         if let Some(why) = self.budget.refusal(managed.job, now) {
             return BoostOutcome::Refused(why);
         }
@@ -431,7 +443,9 @@ impl DynamicCoscheduler {
             };
             for task in self.tasks_where(|m| m.job == job && matches!(m.hold, Hold::Boosted { .. }))
             {
-                self.end_hold(task, why, out);
+                if !(why == Reason::CpuShareExceeded && self.yield_turn(task, out)) {
+                    self.end_hold(task, why, out);
+                }
             }
         }
         let expired = self.tasks_where(

@@ -82,6 +82,19 @@ pub struct DcsParams {
     /// and wakes the agent (measured with blocking receives: slower than plain
     /// Linux and more agent CPU, see docs/policies/dcs.md).
     pub boost_computing: bool,
+    /// With quantum boosts (`end_on_wait = false`): jobs take turns by the
+    /// window's CPU time. An arrival for a rank whose job is behind another
+    /// job by more than the equal-share slack ends a boost of that other
+    /// job on its CPU even while it computes (`displaced`); an arrival for
+    /// a rank whose job is that far ahead of the running task's job is not
+    /// boosted (`no-boost-cpu-share`) unless the running task spins idle;
+    /// and a quantum ended by the equal-share rule yields its CPU
+    /// (SCHED_IDLE) for up to one quantum or until its next message.
+    /// Default true. Without it one of two identical jobs held its quantum
+    /// boosts in lockstep and took 61 % of the CPU against 37 %
+    /// (docs/benchmarks.md, "Quantum boosts under DCS-SB"). Needs
+    /// `fairness.equal_cpu_share`.
+    pub take_turns: bool,
 }
 
 impl Default for DcsParams {
@@ -94,6 +107,7 @@ impl Default for DcsParams {
             end_on_wait_after_send: false,
             yield_after_quantum_us: 0,
             boost_computing: false,
+            take_turns: true,
         }
     }
 }
@@ -128,6 +142,62 @@ impl DynamicCoscheduler {
             .map(|(_, t)| t)?;
         let idle = self.tasks.get(&holder)?.obs.waiting_idle();
         Some((holder, idle))
+    }
+
+    /// Quantum boosts taking turns ([`DcsParams::take_turns`]): before an
+    /// arrival boost of `task`, the job that is ahead in the window's CPU
+    /// time gives way. A boosted holder of `task`'s CPU whose job is ahead of
+    /// `task`'s by more than the slack loses its boost (`task`'s boost then
+    /// takes the CPU at once instead of queueing behind the holder's
+    /// quantum); if `task`'s job is that far ahead of a holder that is doing
+    /// work, `task` is not boosted. Returns the refusal, if any.
+    pub(crate) fn take_turn(&mut self, task: TaskId, out: &mut Vec<Action>) -> Option<Reason> {
+        if !self.take_turns {
+            return None;
+        }
+        let now = self.now;
+        let job = self.tasks.get(&task)?.job;
+        let (holder, idle) = self.holder_of_cpu_for(task)?;
+        let holder_job = self.tasks.get(&holder)?.job;
+        if holder_job == job {
+            return None;
+        }
+        if !idle && self.budget.ahead_of(job, holder_job, now) {
+            return Some(Reason::NoBoostCpuShare);
+        }
+        if self.is_boosted(holder) && self.budget.ahead_of(holder_job, job, now) {
+            self.end_hold(holder, Reason::Displaced, out);
+        }
+        None
+    }
+
+    /// A quantum boost of `task` ended by the equal-share rule while jobs
+    /// take turns: the task yields (SCHED_IDLE) for up to one quantum or
+    /// until its next message. Its CFS credit is intact (real-time time is
+    /// invisible to CFS), so handed back to its ordinary attributes it would
+    /// win the CPU from the job that is behind as soon as both wait.
+    /// Returns false when turns are off.
+    pub(crate) fn yield_turn(&mut self, task: TaskId, out: &mut Vec<Action>) -> bool {
+        let Some(quantum) = self.rules.demand.and_then(|r| r.max_ns) else {
+            return false;
+        };
+        if !self.take_turns {
+            return false;
+        }
+        let now = self.now;
+        let Some(managed) = self.tasks.get_mut(&task) else {
+            return false;
+        };
+        if matches!(managed.hold, Hold::Boosted { .. }) {
+            self.budget.stop(managed.job, now);
+        }
+        managed.hold = Hold::Blocked {
+            since: now,
+            level: super::action::Level::Demote,
+        };
+        self.yields.insert(task, now.saturating_add(quantum));
+        self.apply(task, Reason::CpuShareExceeded, out);
+        true
     }
 
     /// A DCS quantum of `task` ended: its boost ends and it yields the CPU
@@ -182,6 +252,7 @@ impl DynamicCoscheduler {
         };
         let mut policy = Self::with_rules(PolicyKind::Dcs, rules, fairness);
         policy.dcs_yield_ns = Some(us_to_ns(params.yield_after_quantum_us));
+        policy.take_turns = params.take_turns && !params.end_on_wait;
         policy
     }
 

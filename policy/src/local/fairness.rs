@@ -201,6 +201,18 @@ impl FairnessBudget {
         self.share_slack_ns.is_none() || !self.over_share_by(job, now, 0)
     }
 
+    /// Whether `job` received more CPU time in the window than `other` by
+    /// more than the slack (never with the equal-share rule off): quantum
+    /// boosts take turns by it (`dcs.take_turns`).
+    pub fn ahead_of(&mut self, job: JobId, other: JobId, now: u64) -> bool {
+        let Some(slack) = self.share_slack_ns else {
+            return false;
+        };
+        self.roll_cpu_window(now);
+        let cpu = |j: JobId| self.cpu.get(&j).copied().unwrap_or(0);
+        cpu(job) > cpu(other).saturating_add(slack)
+    }
+
     fn over_share_by(&mut self, job: JobId, now: u64, slack: u64) -> bool {
         self.roll_cpu_window(now);
         let jobs = self.jobs_on_node.max(self.cpu.len() as u64);

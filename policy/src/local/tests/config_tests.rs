@@ -57,6 +57,7 @@ fn documented_defaults() {
             end_on_wait_after_send: false,
             yield_after_quantum_us: 0,
             boost_computing: false,
+            take_turns: true,
         }
     );
     assert_eq!(PeriodicBoostParams::default().period_us, 1_000);

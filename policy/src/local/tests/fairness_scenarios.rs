@@ -215,3 +215,114 @@ fn blocked_task_of_a_job_past_its_equal_share_is_woken_saying_why_it_got_no_boos
         Some((ms(42), Level::Normal, Reason::NoBoostCpuShare))
     );
 }
+
+/// DCS-SB with quantum boosts (`dcs.end_on_wait = false`; `per_message`:
+/// the default per-message boosts instead). What the ticks see: T1 (job A)
+/// preempted while it waited (spun) for a message; T2 (job B) on CPU 0,
+/// spinning since just before the look when `t2_waits`, else computing. At
+/// 30 ms job A has had 18 ms of CPU in the window and job B 11 ms: A is
+/// ahead by more than the 5 ms slack, yet within its equal share (18 of 29
+/// ms is less than half plus the slack), so no boost of A is refused or
+/// ended by the equal-share rule itself.
+fn job_a_ahead_of_job_b(t2_waits: bool, per_message: bool) -> Harness {
+    let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
+    config.dcs.end_on_wait = per_message;
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    let look = |t1_ns: u64, t2_ns: u64, at: u64| {
+        let mut snapshot = cpu_times(t1_ns, t2_ns);
+        snapshot.tasks[1].spinning_since = t2_waits.then(|| at - us(50));
+        snapshot
+    };
+    h.tick_with(ms(1), &look(0, 0, ms(1)));
+    h.tick_with(ms(30), &look(ms(18), ms(11), ms(30)));
+    h
+}
+
+/// Job A's rank is boosted while job B's rank spins with nothing to do
+/// (it may: the holder is not working), runs and computes; then the
+/// message for job B's rank comes.
+fn job_a_boosted_then_arrival_for_job_b(per_message: bool) -> Harness {
+    let mut h = job_a_ahead_of_job_b(true, per_message);
+    h.arrive(T1, ms(30) + us(100), false);
+    assert_eq!(h.level(T1), BOOST10, "job B's rank only spins: A may run");
+    h.preempt(T2, ms(30) + us(105));
+    h.run(T1, 0, ms(30) + us(105));
+    h.receive(T1, ms(30) + us(110));
+    h.arrive(T2, ms(31), false);
+    h
+}
+
+/// Quantum boosts take turns: the job that had more of the window's CPU
+/// gives way when the other job's rank gets its message. Without it the
+/// arrival boost queued behind the holder's 5 ms quantum, and one of two
+/// identical fine-spin jobs held its boosts in lockstep and took 61 % of
+/// the CPU against 37 % (docs/benchmarks.md, "Quantum boosts under DCS-SB").
+#[test]
+fn a_rank_of_the_job_behind_takes_the_cpu_from_a_quantum_boost_of_the_job_ahead() {
+    let h = job_a_boosted_then_arrival_for_job_b(false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(31), Level::Normal, Reason::Displaced)),
+        "job A's quantum ends although its rank computes"
+    );
+    assert_eq!(
+        h.last(T2),
+        Some((ms(31), BOOST10, Reason::ArrivalBoost)),
+        "job B's rank takes the CPU now, not after A's quantum"
+    );
+}
+
+#[test]
+fn with_per_message_boosts_a_computing_holder_keeps_its_boost_when_the_job_behind_gets_a_message() {
+    let h = job_a_boosted_then_arrival_for_job_b(true);
+    assert_eq!(h.level(T1), BOOST10, "the per-message default is unchanged");
+    assert_eq!(h.level(T2), BOOST10);
+}
+
+#[test]
+fn a_rank_of_the_job_ahead_is_not_quantum_boosted_over_a_working_rank_of_the_job_behind() {
+    let mut h = job_a_ahead_of_job_b(false, false);
+    h.arrive(T1, ms(30) + us(100), false);
+    assert_eq!(h.level(T1), Level::Normal);
+    assert_eq!(
+        h.refusals(T1),
+        vec![(ms(30) + us(100), Reason::NoBoostCpuShare)],
+        "job B, behind, keeps its CPU while it works"
+    );
+}
+
+/// A quantum boost ended by the equal-share rule: the rank yields for up to
+/// one quantum (or until its next message), so the job behind runs rather
+/// than losing the CPU again to the CFS credit the boost left (real-time
+/// time is invisible to CFS).
+#[test]
+fn a_quantum_boost_ended_by_the_equal_share_rule_yields_the_cpu_for_a_quantum() {
+    let mut h = job_a_ahead_of_job_b(true, false);
+    h.arrive(T1, ms(30) + us(100), false);
+    h.preempt(T2, ms(30) + us(105));
+    h.run(T1, 0, ms(30) + us(105));
+    h.receive(T1, ms(30) + us(110));
+    assert_eq!(h.level(T1), BOOST10);
+    // The next look: job A is past its equal share (36 of 50 ms).
+    let mut snapshot = cpu_times(ms(36), ms(14));
+    snapshot.tasks[0].on_cpu = true;
+    snapshot.tasks[0].spinning_since = None;
+    snapshot.tasks[1].on_cpu = false;
+    snapshot.tasks[1].spinning_since = Some(ms(30) - us(50));
+    snapshot.cpus[0].running = Some(T1);
+    h.tick_with(ms(34), &snapshot);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(34), Level::Demote, Reason::CpuShareExceeded)),
+        "it yields instead of keeping the CPU by its CFS credit"
+    );
+    h.advance_to(ms(39));
+    assert_eq!(
+        h.last(T1),
+        Some((ms(39), Level::Normal, Reason::BlockTimeout)),
+        "for one quantum at most"
+    );
+}
