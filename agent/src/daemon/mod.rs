@@ -206,6 +206,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     d.poll();
     let mut poll_every = poll_interval(&d);
     let mut next_poll = Instant::now() + poll_every;
+    // 1GS: periodic work waits for the end of an RT job's rows (bounded).
+    let mut quiet = cosched_policy::local::QuietRows::default();
+    let mut hold: Option<u64> = None;
     tracing::info!(
         node = %cfg.node,
         policy = %d.engine.running_policy(),
@@ -216,16 +219,23 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     );
 
     loop {
-        let policy_deadline = d
-            .engine
-            .next_policy_tick()
-            .map(|t| Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns())));
+        let held = |t: u64| hold.map_or(t, |h| t.max(h));
+        let at = |t: u64| Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns()));
+        let policy_deadline = d.engine.next_policy_tick().map(|t| at(held(t)));
+        let poll_at = match hold {
+            Some(h) => next_poll.max(at(h)),
+            None => next_poll,
+        };
         // While a recording runs, its records are taken every
         // RECORDING_DRAIN (its ring holds far more than that many
         // switches) and it ends at its deadline.
         let record_deadline = d.engine.recording_deadline().map(|t| {
             let due = Instant::now() + Duration::from_nanos(t.saturating_sub(monotonic_ns()));
-            due.min(Instant::now() + RECORDING_DRAIN)
+            let due = due.min(Instant::now() + RECORDING_DRAIN);
+            match hold {
+                Some(h) => due.max(at(h)),
+                None => due,
+            }
         });
         let record_timer = async move {
             match record_deadline {
@@ -259,7 +269,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             _ = record_timer => Wake::Record,
             Some(token) = recv_opt(&mut switch_rx) => Wake::Switch(token),
             Some(event) = recv_opt(&mut link_rx) => Wake::Link(event),
-            _ = tokio::time::sleep_until(next_poll) => Wake::Poll,
+            _ = tokio::time::sleep_until(poll_at) => Wake::Poll,
         };
         // A due slice switch is acted on first: the incoming job's
         // SIGCONT must not wait for the records below. A task forked since
@@ -284,12 +294,18 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             Wake::Poll => d.poll(),
             Wake::Ring | Wake::PolicyTick | Wake::Record => {}
         }
+        // While an RT job's 1GS row runs (every process of it past its
+        // start-up), ticks, polls (metrics, reports, the journal's flush)
+        // and a recording's drain wait for the row's end, at most
+        // `QuietRows`' bound: the agent runs above the job's processes.
+        hold = quiet.hold_until(monotonic_ns(), d.engine.in_rt_row());
         // A tick already due runs now, whichever branch woke the loop: under
         // a stream of eBPF wakeups the timer branch, re-armed on every pass,
         // would otherwise keep losing to them.
-        if d.engine
-            .next_policy_tick()
-            .is_some_and(|due| due <= monotonic_ns())
+        if hold.is_none()
+            && d.engine
+                .next_policy_tick()
+                .is_some_and(|due| due <= monotonic_ns())
         {
             d.engine.policy_tick();
             // The RT tick may have found a new RT job's processes ready for
@@ -297,7 +313,9 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             // the coordinator hears it, so it goes now, not at the next poll.
             d.report_ready_frames();
         }
-        d.on_recording();
+        if hold.is_none() {
+            d.on_recording();
+        }
         let want = poll_interval(&d);
         if polled || want < poll_every {
             next_poll = Instant::now() + want;

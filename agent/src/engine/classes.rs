@@ -182,6 +182,17 @@ impl<K: Kernel> Engine<K> {
         self.last_rt_tick = now_ns;
         self.read_frames(now_ns, live);
         self.decide_classes(now_ns, Some(live));
+        if self.classes_held_off && self.gang.is_some() {
+            // 1GS: a process that went over its budget loses its row's
+            // priority (and gets it back in its next window).
+            let tids: Vec<u32> = self
+                .reg
+                .tasks()
+                .filter(|(_, s)| self.is_rt_process(s.job, s.tgid))
+                .map(|(t, _)| t)
+                .collect();
+            self.realize_all(&tids, None);
+        }
     }
 
     /// When the RT tick is next due (None: no RT process).

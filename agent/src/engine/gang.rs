@@ -3,7 +3,10 @@
 //! whatever the local policy wants for them.
 use std::collections::HashSet;
 
-use cosched_policy::local::{Level, SliceMembership, gang_overlay};
+use cosched_policy::{
+    classes::FrameState,
+    local::{Level, RowTask, SliceMembership, gang_overlay, rt_row_level},
+};
 use cosched_proto::job::JobId;
 
 use super::{Engine, plan::is_low};
@@ -68,11 +71,56 @@ impl<K: Kernel> Engine<K> {
             in_slice: g.active.contains(&state.job),
             strict: g.strict,
         });
-        gang_overlay(membership).unwrap_or_else(|| {
-            self.class_level(
-                state,
-                state.wanted.map_or(Level::Normal, |(level, _)| level),
+        if let Some(level) = gang_overlay(membership) {
+            return level;
+        }
+        // 1GS: an RT job's processes run at a real-time priority in their
+        // own rows (the row's end stops or demotes them again).
+        if self.classes_held_off
+            && let Some(level) = rt_row_level(
+                membership,
+                self.row_task(state.job, state.tgid),
+                self.classes_band().hi(),
             )
+        {
+            return level;
+        }
+        self.class_level(
+            state,
+            state.wanted.map_or(Level::Normal, |(level, _)| level),
+        )
+    }
+
+    /// How a 1GS row sees process `pid` of `job`.
+    fn row_task(&self, job: JobId, pid: u32) -> RowTask {
+        let Some(rt) = self.reg.job(job).and_then(|j| j.rt.as_ref()) else {
+            return RowTask::NotRt;
+        };
+        if !rt.has_process(pid) {
+            return RowTask::NotRt;
+        }
+        match rt.state(pid) {
+            Some(FrameState::Throttled { .. }) => RowTask::RtOverBudget,
+            _ => RowTask::Rt,
+        }
+    }
+
+    /// Whether a 1GS row of an RT job runs here now, every process of the
+    /// job past its start-up (its counter published): the agent's periodic
+    /// work then waits for the row's end (`QuietRows`). Before that the
+    /// RT tick must see the processes become ready at once.
+    pub fn in_rt_row(&self) -> bool {
+        if !self.classes_held_off {
+            return false;
+        }
+        let Some(gang) = &self.gang else {
+            return false;
+        };
+        gang.active.iter().any(|&id| {
+            self.reg
+                .job(id)
+                .and_then(|j| j.rt.as_ref())
+                .is_some_and(super::rt::counters_published)
         })
     }
 

@@ -48,7 +48,7 @@ pub struct RtFrameReport {
 
 /// Every RT process of `rt` has published its counter (the agent read it at
 /// least once); false without a process.
-fn counters_published(rt: &RtJob) -> bool {
+pub(super) fn counters_published(rt: &RtJob) -> bool {
     let pids = rt.pids();
     !pids.is_empty()
         && pids.iter().all(|&pid| {

@@ -53,6 +53,7 @@ mod level_book;
 mod observe;
 pub mod periodic_boost;
 pub mod policy;
+pub mod rt_row;
 pub mod spin_block;
 pub mod spin_learning;
 
@@ -73,5 +74,6 @@ pub use ids::{JobId, TaskId, TaskInfo};
 pub use interest::{OffCpuArrivals, TaskWatch, WakeInterest};
 pub use periodic_boost::PeriodicBoostParams;
 pub use policy::{LocalPolicy, PolicyKind, UnknownPolicy};
+pub use rt_row::{QuietRows, RowTask, rt_row_level};
 pub use spin_block::{BlockMethod, SpinBlockParams, SpinYieldParams};
 pub use spin_learning::SpinLearningParams;

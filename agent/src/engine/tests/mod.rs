@@ -10,6 +10,7 @@ mod lifecycle;
 mod reactions;
 mod record;
 mod rt;
+mod rt_rows;
 
 fn engine() -> Engine<FakeKernel> {
     engine_with("local")
