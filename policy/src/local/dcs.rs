@@ -184,20 +184,7 @@ impl DynamicCoscheduler {
         if !self.take_turns {
             return false;
         }
-        let now = self.now;
-        let Some(managed) = self.tasks.get_mut(&task) else {
-            return false;
-        };
-        if matches!(managed.hold, Hold::Boosted { .. }) {
-            self.budget.stop(managed.job, now);
-        }
-        managed.hold = Hold::Blocked {
-            since: now,
-            level: super::action::Level::Demote,
-        };
-        self.yields.insert(task, now.saturating_add(quantum));
-        self.apply(task, Reason::CpuShareExceeded, out);
-        true
+        self.yield_for(task, quantum, Reason::CpuShareExceeded, out)
     }
 
     /// A DCS quantum of `task` ended: its boost ends and it yields the CPU
@@ -207,6 +194,13 @@ impl DynamicCoscheduler {
         let Some(yield_ns) = self.dcs_yield_ns.filter(|&ns| ns > 0) else {
             return false;
         };
+        self.yield_for(task, yield_ns, Reason::QuantumYield, out)
+    }
+
+    /// Ends `task`'s boost (if any) and demotes it for `ns` (one level
+    /// change, `reason`); [`Self::end_overdue_yields`] hands it back.
+    /// Returns false for an unknown task.
+    fn yield_for(&mut self, task: TaskId, ns: u64, reason: Reason, out: &mut Vec<Action>) -> bool {
         let now = self.now;
         let Some(managed) = self.tasks.get_mut(&task) else {
             return false;
@@ -218,8 +212,8 @@ impl DynamicCoscheduler {
             since: now,
             level: super::action::Level::Demote,
         };
-        self.yields.insert(task, now.saturating_add(yield_ns));
-        self.apply(task, Reason::QuantumYield, out);
+        self.yields.insert(task, now.saturating_add(ns));
+        self.apply(task, reason, out);
         true
     }
 
