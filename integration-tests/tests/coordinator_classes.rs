@@ -19,16 +19,19 @@ use serde_json::Value;
 
 /// d = 10 ms, b = 2, τ = 1 ms: windows of 20 ms, 2 ms of work in each.
 const RT_CLASS: &str = "rt:10000000:2:1000000";
+/// 1GS: Γ = 6 × 10 ms = 60 ms, the cycle of 3 rows × 20 ms (1GS admission
+/// refuses a window that is not a multiple of it).
+const RT_1GS_CLASS: &str = "rt:10000000:6:1000000";
+
+/// The synth's arguments for an RT job of `class` (`rt:<spec>`) that
+/// blocks in its receives for `seconds`.
+fn rt_args_of<'a>(class: &'a str, seconds: &'a str) -> [&'a str; 6] {
+    let spec = class.strip_prefix("rt:").expect("an rt: class");
+    ["--rt", spec, "--recv", "block", "--duration", seconds]
+}
 
 fn rt_args(seconds: &str) -> [&str; 6] {
-    [
-        "--rt",
-        "10000000:2:1000000",
-        "--recv",
-        "block",
-        "--duration",
-        seconds,
-    ]
+    rt_args_of(RT_CLASS, seconds)
 }
 
 /// The agent's class mode as its status says it (`off`, `tdm 2:1 (...)`).
@@ -187,21 +190,7 @@ fn under_one_level_gang_rt_rows_run_as_gang_slices_without_a_node_class_mode() {
     );
     let coordinator = &cluster.coordinator;
     let video = coordinator
-        .try_submit_synth(
-            "video",
-            2,
-            // Γ = 6 × 10 ms = 60 ms: the cycle of 3 rows × 20 ms (1GS
-            // admission refuses a window that is not a multiple of it).
-            "rt:10000000:6:1000000",
-            &[
-                "--rt",
-                "10000000:6:1000000",
-                "--recv",
-                "block",
-                "--duration",
-                "4",
-            ],
-        )
+        .try_submit_synth("video", 2, RT_1GS_CLASS, &rt_args_of(RT_1GS_CLASS, "4"))
         .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
     let batch = coordinator
         .try_submit_synth("batch", 2, "be", &fine_spin("udp", "4"))
@@ -395,21 +384,8 @@ fn under_1gs_with_admission_an_rt_jobs_first_frame_waits_for_the_instant_its_age
     };
     let cluster = TestCluster::start_with(76, opts, |_| String::new(), "");
     let coordinator = &cluster.coordinator;
-    // Γ = 6 × 10 ms = 60 ms: the cycle of 3 rows × 20 ms.
     let video = coordinator
-        .try_submit_synth(
-            "video",
-            2,
-            "rt:10000000:6:1000000",
-            &[
-                "--rt",
-                "10000000:6:1000000",
-                "--recv",
-                "block",
-                "--duration",
-                "2",
-            ],
-        )
+        .try_submit_synth("video", 2, RT_1GS_CLASS, &rt_args_of(RT_1GS_CLASS, "2"))
         .unwrap_or_else(|error| panic!("RT submit: {error}\n{}", cluster.logs()));
     let done = coordinator.wait_job(video, Duration::from_secs(30), |job| {
         state(job) != "running"
