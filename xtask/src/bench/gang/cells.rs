@@ -318,12 +318,7 @@ impl Cell {
             .zip(&runs)
             .zip(&dedicated)
             .map(|((slot, per_job), d)| {
-                let mut row = self.row(Row::ok(
-                    self.key(slot),
-                    &RunMetrics::median(per_job),
-                    d,
-                    plan.reps,
-                ));
+                let mut row = self.row(Row::ok(self.key(slot), per_job, d));
                 if self.slice_ms.is_some() {
                     row.switch_skew_p99_us = skew.quantile(0.99) * 1e6;
                     row.switch_skew_samples = skew.count();

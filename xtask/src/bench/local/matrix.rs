@@ -11,7 +11,7 @@ use anyhow::{Context as _, anyhow, bail};
 use super::{
     super::outside_load::{Retry, undisturbed},
     interrupt::interrupted,
-    metrics::RunMetrics,
+    metrics::{RunMetrics, slowdown},
     policies::{self, BASELINE},
     rows::{Row, RowKey, one_line},
     runner::{Allocator, run_once},
@@ -216,9 +216,21 @@ impl Cell<'_> {
             say("bench", format!("{}: rep {rep}/{}", self.name(), m.reps));
             match run_once(cluster, synth, self.slots, m.duration_s, ids) {
                 Ok(r) => {
-                    for (per_job, job) in runs.iter_mut().zip(&r.jobs) {
-                        per_job.push(RunMetrics::of(job, r.agent_cpu_percent));
+                    let mut seen = Vec::new();
+                    for ((per_job, job), d) in runs.iter_mut().zip(&r.jobs).zip(&dedicated) {
+                        let run = RunMetrics::of(job, r.agent_cpu_percent);
+                        seen.push(format!(
+                            "{} {:.2} (pace {:.2})",
+                            job.job,
+                            slowdown(d.iterations_per_s, run.iterations_per_s),
+                            run.pace_of_progress
+                        ));
+                        per_job.push(run);
                     }
+                    say(
+                        "bench",
+                        format!("{}: rep {rep}: {}", self.name(), seen.join(", ")),
+                    );
                 }
                 Err(e) => {
                     let e = e.context(format!("{} rep {rep}/{}", self.name(), m.reps));
@@ -230,9 +242,7 @@ impl Cell<'_> {
             .iter()
             .zip(&runs)
             .zip(&dedicated)
-            .map(|((slot, per_job), d)| {
-                Row::ok(self.key(slot), &RunMetrics::median(per_job), d, m.reps)
-            })
+            .map(|((slot, per_job), d)| Row::ok(self.key(slot), per_job, d))
             .collect()
     }
 

@@ -42,15 +42,26 @@ pub struct Row {
     pub pace_of_progress: f64,
     pub loss_of_cpu: f64,
     pub agent_cpu_percent: f64,
+    /// Each repetition's slowdown and pace of progress, in run order (the
+    /// medians above hide a repetition in which one job ran ahead of another).
+    pub slowdown_runs: Vec<f64>,
+    pub pace_runs: Vec<f64>,
 }
 
 impl Row {
-    /// A measured row: `shared` and `dedicated` are medians over repetitions.
-    pub fn ok(key: RowKey, shared: &RunMetrics, dedicated: &RunMetrics, reps: usize) -> Self {
+    /// A measured row: `runs` are the repetitions, `dedicated` the median
+    /// of the dedicated runs.
+    pub fn ok(key: RowKey, runs: &[RunMetrics], dedicated: &RunMetrics) -> Self {
+        let shared = &RunMetrics::median(runs);
         Self {
             status: "ok".into(),
             error: None,
-            reps,
+            reps: runs.len(),
+            slowdown_runs: runs
+                .iter()
+                .map(|r| slowdown(dedicated.iterations_per_s, r.iterations_per_s))
+                .collect(),
+            pace_runs: runs.iter().map(|r| r.pace_of_progress).collect(),
             slowdown: slowdown(dedicated.iterations_per_s, shared.iterations_per_s),
             iterations_per_s: shared.iterations_per_s,
             dedicated_iterations_per_s: dedicated.iterations_per_s,
@@ -105,6 +116,8 @@ impl Row {
             pace_of_progress: nan,
             loss_of_cpu: nan,
             agent_cpu_percent: nan,
+            slowdown_runs: Vec::new(),
+            pace_runs: Vec::new(),
         }
     }
 }
@@ -225,9 +238,8 @@ mod tests {
     fn ok_row_json_has_every_documented_key() {
         let row = Row::ok(
             key("dcs", "fine-spin-1"),
-            &metrics(10_000.0, 60.0),
+            &[metrics(10_000.0, 60.0), metrics(15_000.0, 60.0)],
             &metrics(30_000.0, 10.0),
-            3,
         );
         let json = serde_json::to_value(&row).unwrap();
         for k in [
@@ -249,10 +261,14 @@ mod tests {
             "agent_cpu_percent",
             "reps",
             "dedicated_iterations_per_s",
+            "slowdown_runs",
+            "pace_runs",
         ] {
             assert!(json.get(k).is_some(), "missing {k}");
         }
-        assert_eq!(json["slowdown"], 3.0);
+        assert_eq!(json["reps"], 2);
+        assert_eq!(json["slowdown"], 2.4, "of the median, 12,500 iterations/s");
+        assert_eq!(json["slowdown_runs"], serde_json::json!([3.0, 2.0]));
         assert_eq!(json["scheduling_skewness_us"], 50.0);
         assert_eq!(json["status"], "ok");
         assert!(json["reaction_latency_p50_us"].is_null(), "NaN -> null");
@@ -288,9 +304,8 @@ mod tests {
     fn table_has_a_header_and_one_line_per_row() {
         let row = Row::ok(
             key("local", "fine-spin-2"),
-            &metrics(7_000.0, 0.0),
+            &[metrics(7_000.0, 0.0)],
             &metrics(31_000.0, 0.0),
-            1,
         );
         let text = table(&[row.clone(), row]);
         let lines: Vec<&str> = text.lines().collect();
