@@ -51,6 +51,10 @@ pub enum Reason {
     WakeOnArrival,
     /// PB: the running task spins with nothing to do; this one has work.
     PeriodicBoost,
+    /// DCS quantum boosts taking turns (`dcs.take_turns`): at a tick, a rank
+    /// preempted off its CPU whose job is behind the CPU's holder's job by
+    /// more than the equal-share slack gets the CPU, with no message needed.
+    TurnBoost,
     /// A boosted task consumed its message and started waiting again.
     BoostEndWaiting,
     /// DCS: a message arrived for another job's task while this boosted task
@@ -143,6 +147,7 @@ impl Reason {
             Reason::ArrivalBoost => "arrival-boost",
             Reason::WakeOnArrival => "wake-on-arrival",
             Reason::PeriodicBoost => "periodic-boost",
+            Reason::TurnBoost => "turn-boost",
             Reason::BoostEndWaiting => "boost-end-waiting",
             Reason::Displaced => "displaced",
             Reason::QuantumYield => "quantum-yield",

@@ -467,6 +467,9 @@ impl DynamicCoscheduler {
         }
         self.end_long_waits(out);
         self.end_overdue_yields(out);
+        if at_tick {
+            self.give_turns(out);
+        }
         if let Some(rule) = self.rules.periodic
             && at_tick
             && self.next_period_at.is_none_or(|due| now >= due)

@@ -171,6 +171,42 @@ impl DynamicCoscheduler {
         None
     }
 
+    /// Quantum boosts taking turns, at a tick: every rank that is preempted
+    /// off its CPU (runnable, not held) and whose job is behind the job of
+    /// the CPU's holder by more than the slack is boosted (`turn-boost`).
+    /// [`Self::take_turn`] acts only on an arrival: a job whose ranks get no
+    /// messages gets no turn. Traced (docs/benchmarks.md, "Quantum boosts as
+    /// DCS-SB's default? (session 16)"): one fine-spin job's rank was not
+    /// picked by CFS for 214 ms although it was preempted at its normal
+    /// attributes, while the other job ran unboosted; its peer on the other
+    /// node was held by SB's block for the whole 100 ms bound, waiting for
+    /// the message that rank would send; no arrival came, so nothing gave
+    /// the job behind its turn.
+    pub(crate) fn give_turns(&mut self, out: &mut Vec<Action>) {
+        let Some(rule) = self.rules.demand.filter(|_| self.take_turns) else {
+            return;
+        };
+        let now = self.now;
+        let preempted =
+            self.tasks_where(|m| matches!(m.hold, Hold::Free) && !m.obs.on_cpu && m.obs.preempted);
+        for task in preempted {
+            let Some(job) = self.tasks.get(&task).map(|m| m.job) else {
+                continue;
+            };
+            let Some(holder_job) = self
+                .holder_of_cpu_for(task)
+                .and_then(|(holder, _)| self.tasks.get(&holder))
+                .map(|m| m.job)
+            else {
+                continue;
+            };
+            if holder_job != job && self.budget.ahead_of(holder_job, job, now) {
+                // A refusal (the job's budget) is not reported: no boost was asked for.
+                let _ = self.try_boost(task, BoostSource::Arrival, rule, Reason::TurnBoost, out);
+            }
+        }
+    }
+
     /// A quantum boost of `task` ended by the equal-share rule while jobs
     /// take turns: the task yields (SCHED_IDLE) for up to one quantum or
     /// until its next message. Its CFS credit is intact (real-time time is

@@ -326,3 +326,54 @@ fn a_quantum_boost_ended_by_the_equal_share_rule_yields_the_cpu_for_a_quantum() 
         "for one quantum at most"
     );
 }
+
+/// What the ticks see for a turn without a message: T1 (job A) preempted off
+/// CPU 0 mid-computation (no wait, no message pending), T2 (job B) running;
+/// `per_message`: the default per-message boosts instead of quantum boosts.
+fn job_b_runs_ahead_while_job_a_is_preempted(per_message: bool) -> Harness {
+    let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
+    config.dcs.end_on_wait = per_message;
+    let mut h = Harness::new(config);
+    h.add(T1, JA, 0);
+    h.add(T2, JB, 0);
+    h.run(T2, 0, 0);
+    let look = |t1_ns: u64, t2_ns: u64| {
+        let mut snapshot = cpu_times(t1_ns, t2_ns);
+        snapshot.tasks[0].spinning_since = None;
+        snapshot
+    };
+    h.tick_with(ms(1), &look(0, 0));
+    // Job B ahead by exactly the 5 ms slack: CFS decides.
+    h.tick_with(ms(10), &look(ms(2), ms(7)));
+    assert_eq!(h.level(T1), Level::Normal, "within the slack");
+    // Then job B ran on and job A's rank did not get its CPU back.
+    h.tick_with(ms(20), &look(ms(2), ms(17)));
+    h
+}
+
+/// Quantum boosts take turns when no message comes too. Traced on the
+/// synthetic fine-spin cell (docs/benchmarks.md, "(session 16)"): one job's
+/// rank, preempted at its normal attributes, was not picked by CFS for
+/// 214 ms while the other job ran unboosted; its peer on the other node sat
+/// blocked by SB waiting for that rank's message, so no arrival came and
+/// turns, which acted only on arrivals, never gave the job behind the CPU.
+#[test]
+fn a_preempted_rank_of_the_job_behind_gets_a_turn_at_a_tick_without_a_message() {
+    let h = job_b_runs_ahead_while_job_a_is_preempted(false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(20), BOOST10, Reason::TurnBoost)),
+        "job A, 15 ms behind, gets the CPU"
+    );
+    assert_eq!(h.level(T2), Level::Normal, "job B is left alone");
+}
+
+#[test]
+fn with_per_message_boosts_a_preempted_rank_of_the_job_behind_gets_no_turn() {
+    let h = job_b_runs_ahead_while_job_a_is_preempted(true);
+    assert_eq!(
+        h.level(T1),
+        Level::Normal,
+        "the per-message default is unchanged"
+    );
+}
