@@ -13,7 +13,7 @@ use cosched_proto::{
     wire::{
         CheckProgram, ClassSettings, DivisionSwitched, ErrorReport, ExitStatus, ExpectJob,
         JobExited, JobUtilisation, LaunchJob, Message, MessageKind, ProgramCheck, ProgramChecked,
-        ProtocolVersion, READY_SINCE_MINOR, RankRef, RanksReaped, ReapedRank, SliceSchedule,
+        MOMENTS_SINCE_MINOR, ProtocolVersion, READY_SINCE_MINOR, RankRef, RanksReaped, ReapedRank, SliceSchedule,
         SliceSwitched, SwitchDivision, SwitchSlice, UtilReport,
     },
 };
@@ -795,7 +795,15 @@ impl CoordNode {
         let with_ready = self
             .peer
             .is_some_and(|peer| peer.minor >= READY_SINCE_MINOR);
-        let (entries, broken) = frame_entries(&engine.rt_frame_reports(), jobs, with_ready);
+        let with_moments = self
+            .peer
+            .is_some_and(|peer| peer.minor >= MOMENTS_SINCE_MINOR);
+        let (entries, broken) = frame_entries(
+            &engine.rt_frame_reports(),
+            jobs,
+            with_ready,
+            with_moments,
+        );
         self.ready_sent
             .extend(entries.iter().filter(|e| e.ready).map(|e| e.job_id));
         if !broken.is_empty() {
