@@ -106,7 +106,6 @@ impl Default for RtOptions {
                 Admission::None,
                 Admission::Deterministic,
                 Admission::Statistical,
-                Admission::Probabilistic,
             ],
             window_s: 6.0,
             seed: DEFAULT_SEED,
