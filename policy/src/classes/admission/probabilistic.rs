@@ -227,12 +227,8 @@ pub fn admit_probabilistic(
     for process in job.heaviest_first() {
         let node = lowest_expected(&loads, &taken)
             .ok_or(Rejection::Allocation(AllocationError::NoNodes))?;
-        let candidate = params.estimate(
-            &job.process_spec(process),
-            None,
-            population.as_ref(),
-            model,
-        );
+        let candidate =
+            params.estimate(&job.process_spec(process), None, population.as_ref(), model);
         let mut with = loads[node];
         with.add(candidate);
         if !params.fits(&with, model) {
@@ -258,12 +254,8 @@ pub(crate) fn check_probabilistic_in_place(
     let mut loads = node_estimates(ledger, model, params, population.as_ref());
     for process in job.heaviest_first() {
         let node = nodes[process];
-        let candidate = params.estimate(
-            &job.process_spec(process),
-            None,
-            population.as_ref(),
-            model,
-        );
+        let candidate =
+            params.estimate(&job.process_spec(process), None, population.as_ref(), model);
         let mut with = loads[node];
         with.add(candidate);
         if !params.fits(&with, model) {

@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 
 use crate::classes::{
-    AdmissionRule, ClassLedger, FairnessRatio, ProbabilisticParams, Rejection, RtJob,
-    RtLoadModel, WorkMoments,
+    AdmissionRule, ClassLedger, FairnessRatio, ProbabilisticParams, Rejection, RtJob, RtLoadModel,
+    WorkMoments,
 };
 use crate::global::JobId;
 
@@ -85,7 +85,10 @@ fn a_job_is_rejected_when_the_measured_work_varies_too_much() {
     // 48 %, give or take the rounding of 0.6 in floating point.
     assert!(details.mean_ppm.abs_diff(480_000) <= 1, "{details:?}");
     assert_eq!(details.capacity_ppm, 666_666);
-    assert!(error.to_string().contains("probability over 10000 ppm"), "{error}");
+    assert!(
+        error.to_string().contains("probability over 10000 ppm"),
+        "{error}"
+    );
     assert_eq!(error.label(), "overload");
 }
 
@@ -111,7 +114,11 @@ fn a_newcomer_is_charged_its_declared_work_until_enough_processes_were_measured(
     // fits. With a population of four required it counts for its 40 %.
     let ledger = node_with(&[(200, Some(measured(120, 5))); 3]);
     let candidate = rt(9, 400);
-    assert!(default_rule().evaluate(&ledger, &candidate, &model()).is_ok());
+    assert!(
+        default_rule()
+            .evaluate(&ledger, &candidate, &model())
+            .is_ok()
+    );
     let strict = rule(ProbabilisticParams {
         min_population: 4,
         ..ProbabilisticParams::default()
@@ -129,7 +136,11 @@ fn when_every_declared_worst_case_fits_the_job_is_admitted_whatever_the_variance
     // declared 36.6 %: 66.6 % of worst cases fits 66.7 %, so no overload is
     // possible, whatever the estimate says (here far more).
     let ledger = node_with(&[(100, Some(measured(90, 80))); 3]);
-    assert!(default_rule().evaluate(&ledger, &rt(9, 366), &model()).is_ok());
+    assert!(
+        default_rule()
+            .evaluate(&ledger, &rt(9, 366), &model())
+            .is_ok()
+    );
     // One more nanosecond per frame and the estimate decides: refused.
     assert!(matches!(
         default_rule().evaluate(&ledger, &rt(9, 367), &model()),
@@ -185,7 +196,11 @@ fn a_job_that_leaves_takes_its_measurements_with_it() {
         Err(Rejection::Overload(_))
     ));
     let before = node_with(&[(200, Some(measured(120, 5))); 3]);
-    assert!(default_rule().evaluate(&before, &rt(9, 450), &model()).is_ok());
+    assert!(
+        default_rule()
+            .evaluate(&before, &rt(9, 450), &model())
+            .is_ok()
+    );
 }
 
 /// A node's admitted jobs: (declared %, measured mean %, σ %, frames).
