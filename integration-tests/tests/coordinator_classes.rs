@@ -234,6 +234,10 @@ fn rt_specs_no_schedule_can_meet_are_refused_at_submit_with_the_reason() {
     );
     for (class, reason) in [
         ("rt:0:2:1000000", "period must be positive"),
+        (
+            "rt:-10000000:2:1000000",
+            "rt:<period_ns>:<frames>:<work_ns>",
+        ),
         ("rt:10000000:0:1000000", "frames must be at least 1"),
         ("rt:10000000:2:20000000", "exceeds the period"),
         ("rt:10000000:2:0", "work per frame must be positive"),

@@ -150,6 +150,12 @@ mod tests {
         );
         assert!(parse_class("gold").is_err());
         assert!(parse_class("rt:0:1:1").unwrap_err().contains("positive"));
+        // A negative period is not a number of nanoseconds: the format.
+        assert!(
+            parse_class("rt:-10000000:2:1000000")
+                .unwrap_err()
+                .contains("rt:<period_ns>")
+        );
     }
 
     #[test]
@@ -170,6 +176,8 @@ mod tests {
             "1:2:3:4",
             "a:1:1",
             "1:-1:1",
+            "-10000000:2:1000000",
+            "10000000:2:-1",
             "1:4294967296:1",
             "1::1",
         ] {

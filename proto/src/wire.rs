@@ -96,7 +96,8 @@ pub use decoder::{FrameDecoder, Frames, decode_frame};
 pub use error::{RejectReason, WireError};
 pub use frame::RawFrame;
 pub use frame_reports::{
-    FIRST_FRAME_SINCE_MINOR, FirstFrameAt, FrameReport, JobFrames, READY_SINCE_MINOR,
+    FIRST_FRAME_SINCE_MINOR, FirstFrameAt, FrameReport, JobFrames, MOMENTS_SINCE_MINOR,
+    READY_SINCE_MINOR,
 };
 pub use handshake::{Nonce, PeerInfo, Role};
 pub use header::{

@@ -9,7 +9,8 @@ use std::collections::HashSet;
 use cosched_proto::wire::{
     ClassSettings, ClockSample, DivisionClass, EXPECT_OWNER_SINCE_MINOR, ExpectJob,
     FIRST_FRAME_SINCE_MINOR, FrameReport, Heartbeat, HeartbeatReply, JobFrames, JobUtilisation,
-    Message, MessageKind, ProtocolVersion, READY_SINCE_MINOR, SwitchDivision, UtilReport,
+    MOMENTS_SINCE_MINOR, Message, MessageKind, ProtocolVersion, READY_SINCE_MINOR, SwitchDivision,
+    UtilReport,
 };
 use proptest::prelude::*;
 use support::{establish, one_of_each_message, open_one, strategies};
@@ -253,6 +254,8 @@ fn frames(job_id: u32, frames: u64, expected: u64, met: u64, missed: u64) -> Job
         missed,
         satisfied: false,
         work_p95_ns: None,
+        work_mean_ns: None,
+        work_sd_ns: None,
         ready: false,
     }
 }
@@ -321,7 +324,7 @@ fn the_best_effort_and_real_time_kinds_are_new_in_1_3() {
 
 #[test]
 fn an_expected_jobs_owner_is_new_in_1_4_and_absent_when_unset() {
-    assert_eq!(ProtocolVersion::CURRENT.minor, 7);
+    assert_eq!(ProtocolVersion::CURRENT.minor, 8);
     assert_eq!(EXPECT_OWNER_SINCE_MINOR, 4);
     let mut expect = ExpectJob {
         job_id: 3,
@@ -357,6 +360,26 @@ fn a_ranks_readiness_is_new_in_1_6_and_absent_when_false() {
     let message = report(entry);
     let bytes = message.encode_payload().unwrap();
     assert!(String::from_utf8_lossy(&bytes).contains("\"ready\":true"));
+    assert_eq!(
+        Message::decode_payload(message.kind(), &bytes).unwrap(),
+        message
+    );
+}
+
+#[test]
+fn the_works_mean_and_deviation_are_new_in_1_8_and_absent_when_unmeasured() {
+    assert_eq!(MOMENTS_SINCE_MINOR, 8);
+    let mut entry = frames(7, 0, 0, 0, 0);
+    // Unmeasured: the payload a 1.3-1.7 coordinator accepts.
+    let report = |entry| Message::FrameReport(FrameReport { jobs: vec![entry] });
+    let json = String::from_utf8(report(entry).encode_payload().unwrap()).unwrap();
+    assert!(!json.contains("work_mean_ns"), "{json}");
+    assert!(!json.contains("work_sd_ns"), "{json}");
+    entry.work_mean_ns = Some(1_500_000);
+    entry.work_sd_ns = Some(20_000);
+    let message = report(entry);
+    let bytes = message.encode_payload().unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"work_sd_ns\":20000"));
     assert_eq!(
         Message::decode_payload(message.kind(), &bytes).unwrap(),
         message

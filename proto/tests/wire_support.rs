@@ -226,6 +226,8 @@ pub fn one_of_each_message() -> Vec<Message> {
                     missed: 3,
                     satisfied: true,
                     work_p95_ns: Some(2_400_000),
+                    work_mean_ns: None,
+                    work_sd_ns: None,
                     ready: false,
                 },
                 JobFrames {
@@ -236,6 +238,8 @@ pub fn one_of_each_message() -> Vec<Message> {
                     missed: 0,
                     satisfied: false,
                     work_p95_ns: None,
+                    work_mean_ns: None,
+                    work_sd_ns: None,
                     ready: false,
                 },
             ],
@@ -383,6 +387,8 @@ pub mod strategies {
                     missed,
                     satisfied,
                     work_p95_ns,
+                    work_mean_ns: None,
+                    work_sd_ns: None,
                     ready: false,
                 },
             )

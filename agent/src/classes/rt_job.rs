@@ -9,6 +9,7 @@ use std::{
 use cosched_policy::{
     classes::{
         BudgetParams, FrameReading, FrameState, FrameTotals, JobFrames, ProcessFrames, RtSpec,
+        WorkMoments,
     },
     local::TaskId,
 };
@@ -198,6 +199,12 @@ impl RtJob {
         Some(v[rank - 1])
     }
 
+    /// Mean and standard deviation of the recent per-frame work, over the
+    /// frames reported in all.
+    pub fn work_moments(&self) -> Option<WorkMoments> {
+        WorkMoments::of(self.work.iter().copied(), self.reported)
+    }
+
     /// The earliest window end of its processes.
     pub fn next_window_end(&self) -> Option<u64> {
         self.frames.next_wakeup_ns()
@@ -263,6 +270,10 @@ mod tests {
         assert_eq!(job.observe(7, reading(150, 3, 3 * MS)), 3);
         assert_eq!(job.observe(7, reading(150, 5, 5 * MS)), 2);
         assert_eq!(job.work_p95_ns(), Some(MS));
+        assert_eq!(
+            job.work_moments().map(|m| (m.mean_ns, m.sd_ns)),
+            Some((MS, 0))
+        );
         let mut adopted = RtJob::new(spec(), 0, BudgetParams::default(), None);
         adopted.add_process(7, RtProcess::new("/d".into(), 0, 100));
         assert_eq!(

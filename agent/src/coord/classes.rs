@@ -86,11 +86,13 @@ pub fn division(switch: &SwitchDivision) -> Division {
 /// counts break the report's invariants (met + missed = expected, met ≤
 /// frames) is left out and named in the second list, so one bad count does
 /// not make the coordinator refuse the whole report. `ready` is sent only
-/// `with_ready` (a coordinator of protocol 1.6 or later).
+/// `with_ready` (a coordinator of protocol 1.6 or later), the work's mean
+/// and deviation only `with_moments` (1.8 or later).
 pub fn frame_entries(
     counted: &[RtFrameReport],
     coordinator_jobs: &BTreeMap<JobId, u32>,
     with_ready: bool,
+    with_moments: bool,
 ) -> (Vec<JobFrames>, Vec<JobId>) {
     let mut entries = Vec::new();
     let mut broken = Vec::new();
@@ -106,6 +108,14 @@ pub fn frame_entries(
             missed: report.totals.missed,
             satisfied: report.satisfied,
             work_p95_ns: report.work_p95_ns,
+            work_mean_ns: report
+                .work_moments
+                .filter(|_| with_moments)
+                .map(|m| m.mean_ns),
+            work_sd_ns: report
+                .work_moments
+                .filter(|_| with_moments)
+                .map(|m| m.sd_ns),
             ready: with_ready && report.ready,
         };
         let consistent = entry.met.checked_add(entry.missed) == Some(entry.expected)
@@ -126,7 +136,7 @@ pub fn frame_report(entries: Vec<JobFrames>) -> Option<FrameReport> {
 
 #[cfg(test)]
 mod tests {
-    use cosched_policy::classes::FrameTotals;
+    use cosched_policy::classes::{FrameTotals, WorkMoments};
 
     use super::*;
 
@@ -150,6 +160,11 @@ mod tests {
             },
             frames,
             work_p95_ns: Some(900_000),
+            work_moments: Some(WorkMoments {
+                frames,
+                mean_ns: 800_000,
+                sd_ns: 50_000,
+            }),
             satisfied,
             ready: frames > 0,
         }
@@ -235,6 +250,7 @@ mod tests {
             ],
             &jobs,
             true,
+            true,
         );
         assert_eq!(
             entries,
@@ -246,6 +262,8 @@ mod tests {
                 missed: 2,
                 satisfied: true,
                 work_p95_ns: Some(900_000),
+                work_mean_ns: Some(800_000),
+                work_sd_ns: Some(50_000),
                 ready: true,
             }]
         );
@@ -257,9 +275,27 @@ mod tests {
     fn readiness_is_left_out_for_a_coordinator_that_does_not_know_it() {
         let jobs = BTreeMap::from([(4, 0)]);
         let ready = [counted(4, 0, 0, 1, false)];
-        let (new, _) = frame_entries(&ready, &jobs, true);
+        let (new, _) = frame_entries(&ready, &jobs, true, true);
         assert!(new[0].ready);
-        let (old, _) = frame_entries(&ready, &jobs, false);
+        let (old, _) = frame_entries(&ready, &jobs, false, false);
         assert!(!old[0].ready, "a 1.5 coordinator refuses unknown fields");
+    }
+
+    #[test]
+    fn the_works_mean_and_deviation_are_left_out_for_a_coordinator_before_1_8() {
+        let jobs = BTreeMap::from([(4, 0)]);
+        let counts = [counted(4, 0, 0, 1, false)];
+        let (new, _) = frame_entries(&counts, &jobs, true, true);
+        assert_eq!(
+            (new[0].work_mean_ns, new[0].work_sd_ns),
+            (Some(800_000), Some(50_000))
+        );
+        let (old, _) = frame_entries(&counts, &jobs, true, false);
+        assert_eq!(
+            (old[0].work_mean_ns, old[0].work_sd_ns),
+            (None, None),
+            "a 1.7 coordinator refuses unknown fields"
+        );
+        assert_eq!(old[0].work_p95_ns, Some(900_000));
     }
 }

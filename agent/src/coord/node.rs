@@ -12,9 +12,9 @@ use cosched_proto::{
     job::{JobId, JobSpec},
     wire::{
         CheckProgram, ClassSettings, DivisionSwitched, ErrorReport, ExitStatus, ExpectJob,
-        JobExited, JobUtilisation, LaunchJob, Message, MessageKind, ProgramCheck, ProgramChecked,
-        ProtocolVersion, READY_SINCE_MINOR, RankRef, RanksReaped, ReapedRank, SliceSchedule,
-        SliceSwitched, SwitchDivision, SwitchSlice, UtilReport,
+        JobExited, JobUtilisation, LaunchJob, MOMENTS_SINCE_MINOR, Message, MessageKind,
+        ProgramCheck, ProgramChecked, ProtocolVersion, READY_SINCE_MINOR, RankRef, RanksReaped,
+        ReapedRank, SliceSchedule, SliceSwitched, SwitchDivision, SwitchSlice, UtilReport,
     },
 };
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -795,7 +795,11 @@ impl CoordNode {
         let with_ready = self
             .peer
             .is_some_and(|peer| peer.minor >= READY_SINCE_MINOR);
-        let (entries, broken) = frame_entries(&engine.rt_frame_reports(), jobs, with_ready);
+        let with_moments = self
+            .peer
+            .is_some_and(|peer| peer.minor >= MOMENTS_SINCE_MINOR);
+        let (entries, broken) =
+            frame_entries(&engine.rt_frame_reports(), jobs, with_ready, with_moments);
         self.ready_sent
             .extend(entries.iter().filter(|e| e.ready).map(|e| e.job_id));
         if !broken.is_empty() {

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use cosched_agent_common::{TaskStats, first_frame::FirstFrameGate, rt_frames::DEFAULT_DIR};
-use cosched_policy::classes::{FrameState, FrameTotals, RtSpec};
+use cosched_policy::classes::{FrameState, FrameTotals, RtSpec, WorkMoments};
 use cosched_proto::{
     control::{RtJobInfo, RtProcessInfo},
     job::JobId,
@@ -37,6 +37,8 @@ pub struct RtFrameReport {
     pub frames: u64,
     /// 95th percentile of recent per-frame CPU time, ns.
     pub work_p95_ns: Option<u64>,
+    /// Mean and deviation of the same samples.
+    pub work_moments: Option<WorkMoments>,
     /// Every RT process of the job here is satisfied in its current
     /// window (n ≥ b); false without a process.
     pub satisfied: bool,
@@ -394,6 +396,7 @@ impl<K: Kernel> Engine<K> {
                     totals: rt.totals(),
                     frames: rt.reported(),
                     work_p95_ns: rt.work_p95_ns(),
+                    work_moments: rt.work_moments(),
                     satisfied,
                 })
             })

@@ -5,8 +5,8 @@
 
 use cosched_policy::{
     classes::{
-        AdmissionRule, DivisionClock, DivisionCost, FairnessRatio, OneLevelGangConfig, RtLoadModel,
-        StatisticalParams, one_level_gang::MAX_ONE_GS_ROWS,
+        AdmissionRule, DivisionClock, DivisionCost, FairnessRatio, OneLevelGangConfig,
+        ProbabilisticParams, RtLoadModel, StatisticalParams, one_level_gang::MAX_ONE_GS_ROWS,
     },
     global::QueuePolicy,
 };
@@ -29,6 +29,10 @@ pub enum AdmissionKind {
     /// 2DCS-TDM and 2DCS-PS: the work agents measured against a utilization
     /// bound. 1GS has only its deterministic rule and uses it.
     Statistical,
+    /// 2DCS-TDM and 2DCS-PS: the measured mean and deviation of the work
+    /// against the RT share, at a target overload probability. 1GS uses its
+    /// deterministic rule.
+    Probabilistic,
 }
 
 impl AdmissionKind {
@@ -37,6 +41,7 @@ impl AdmissionKind {
             Self::None => "none",
             Self::Deterministic => "deterministic",
             Self::Statistical => "statistical",
+            Self::Probabilistic => "probabilistic",
         }
     }
 }
@@ -70,10 +75,19 @@ pub struct ClassesConfig {
     /// CPU before the RT share is taken (over 100 overbooks). Default 100.
     #[serde(default = "default_statistical_bound_percent")]
     pub statistical_bound_percent: u64,
-    /// Statistical admission: frames a measurement must cover before it
-    /// replaces the declared work. Default 100.
+    /// Statistical and probabilistic admission: frames a measurement must
+    /// cover before it replaces the declared work. Default 100.
     #[serde(default = "default_statistical_min_frames")]
     pub statistical_min_frames: u64,
+    /// Probabilistic admission: the target probability that a node's RT
+    /// load exceeds the RT share, parts per million. Default 10000 (1 %).
+    #[serde(default = "default_probabilistic_overload_ppm")]
+    pub probabilistic_overload_ppm: u32,
+    /// Probabilistic admission: measured processes needed before what they
+    /// use of their declarations estimates a process not measured yet.
+    /// Default 3.
+    #[serde(default = "default_probabilistic_min_population")]
+    pub probabilistic_min_population: usize,
     /// w of 1GS: how long an RT job may wait for its rows before it is
     /// evicted, in ms. Default 30000.
     #[serde(default = "default_rt_max_wait_ms")]
@@ -91,6 +105,12 @@ fn default_statistical_bound_percent() -> u64 {
 }
 fn default_statistical_min_frames() -> u64 {
     StatisticalParams::default().min_frames
+}
+fn default_probabilistic_overload_ppm() -> u32 {
+    ProbabilisticParams::default().overload_ppm
+}
+fn default_probabilistic_min_population() -> usize {
+    ProbabilisticParams::default().min_population
 }
 fn default_rt_max_wait_ms() -> u64 {
     30_000
@@ -110,6 +130,8 @@ impl Default for ClassesConfig {
             admission: AdmissionKind::default(),
             statistical_bound_percent: default_statistical_bound_percent(),
             statistical_min_frames: default_statistical_min_frames(),
+            probabilistic_overload_ppm: default_probabilistic_overload_ppm(),
+            probabilistic_min_population: default_probabilistic_min_population(),
             rt_max_wait_ms: default_rt_max_wait_ms(),
             one_gs_rows: default_one_gs_rows(),
         }
@@ -191,6 +213,16 @@ impl ClassesConfig {
             self.statistical_min_frames,
             1..=1_000_000_000,
         )?;
+        range::check(
+            &key("probabilistic_overload_ppm"),
+            self.probabilistic_overload_ppm,
+            1..=500_000,
+        )?;
+        range::check(
+            &key("probabilistic_min_population"),
+            self.probabilistic_min_population,
+            1..=100_000,
+        )?;
         range::check(&key("rt_max_wait_ms"), self.rt_max_wait_ms, 1..=86_400_000)?;
         range::check(&key("one_gs_rows"), self.one_gs_rows, 2..=MAX_ONE_GS_ROWS)?;
         self.one_gs_config(nodes.max(1), slice_ms * 1_000_000, QueuePolicy::StrictFcfs)
@@ -206,6 +238,11 @@ impl ClassesConfig {
             AdmissionKind::Statistical => AdmissionRule::Statistical(StatisticalParams {
                 bound_ppm: self.statistical_bound_percent * 10_000,
                 min_frames: self.statistical_min_frames,
+            }),
+            AdmissionKind::Probabilistic => AdmissionRule::Probabilistic(ProbabilisticParams {
+                overload_ppm: self.probabilistic_overload_ppm,
+                min_frames: self.statistical_min_frames,
+                min_population: self.probabilistic_min_population,
             }),
         }
     }
@@ -347,6 +384,33 @@ mod tests {
                 .contains("deterministic")
         );
         assert!(parse("statistical_bound_percent = 0").is_err());
+    }
+
+    #[test]
+    fn probabilistic_admission_takes_its_target_population_and_frames() {
+        let config = parse(
+            "admission = \"probabilistic\"\nprobabilistic_overload_ppm = 1000\nprobabilistic_min_population = 5\nstatistical_min_frames = 7",
+        )
+        .unwrap();
+        assert_eq!(
+            config.rule(),
+            AdmissionRule::Probabilistic(ProbabilisticParams {
+                overload_ppm: 1_000,
+                min_frames: 7,
+                min_population: 5,
+            })
+        );
+        assert_eq!(
+            parse("admission = \"probabilistic\"").unwrap().rule(),
+            AdmissionRule::Probabilistic(ProbabilisticParams::default())
+        );
+        // Above one half the margin would be negative: refused.
+        let error = parse("probabilistic_overload_ppm = 500001").unwrap_err();
+        assert!(
+            error.contains("classes.probabilistic_overload_ppm"),
+            "{error}"
+        );
+        assert!(parse("probabilistic_min_population = 0").is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::admission::MeasuredWork;
+use super::admission::{MeasuredWork, WorkMoments};
 use super::job::RtJob;
 use super::spec::RtSpec;
 use super::tdm::{Laxity, RtLoadModel};
@@ -78,6 +78,7 @@ pub struct ClassLedger {
     rt_jobs: BTreeMap<JobId, RtPlacement>,
     be_jobs: BTreeMap<JobId, Vec<NodeIndex>>,
     measured: BTreeMap<(JobId, usize), MeasuredWork>,
+    moments: BTreeMap<(JobId, usize), WorkMoments>,
     one_process_per_node: bool,
 }
 
@@ -91,6 +92,7 @@ impl ClassLedger {
             rt_jobs: BTreeMap::new(),
             be_jobs: BTreeMap::new(),
             measured: BTreeMap::new(),
+            moments: BTreeMap::new(),
             one_process_per_node: false,
         }
     }
@@ -180,6 +182,7 @@ impl ClassLedger {
     /// Removes a job of either class and its measurements; false if unknown.
     pub fn remove(&mut self, job: JobId) -> bool {
         self.measured.retain(|&(j, _), _| j != job);
+        self.moments.retain(|&(j, _), _| j != job);
         self.unplace(job)
     }
 
@@ -227,5 +230,22 @@ impl ClassLedger {
 
     pub fn measured(&self, job: JobId, process: usize) -> Option<MeasuredWork> {
         self.measured.get(&(job, process)).copied()
+    }
+
+    /// The agent's latest mean and deviation of process `process`'s
+    /// per-frame work; false (and ignored) if there is no such process.
+    pub fn set_moments(&mut self, job: JobId, process: usize, moments: WorkMoments) -> bool {
+        let placed = self
+            .rt_jobs
+            .get(&job)
+            .is_some_and(|placement| process < placement.nodes.len());
+        if placed {
+            self.moments.insert((job, process), moments);
+        }
+        placed
+    }
+
+    pub fn moments(&self, job: JobId, process: usize) -> Option<WorkMoments> {
+        self.moments.get(&(job, process)).copied()
     }
 }

@@ -40,7 +40,10 @@ pub mod tdm;
 #[cfg(test)]
 mod tests;
 
-pub use admission::{AdmissionRule, MeasuredWork, Rejection, StatisticalParams, WorkSamples};
+pub use admission::{
+    AdmissionRule, MeasuredWork, ProbabilisticParams, Rejection, StatisticalParams, WorkMoments,
+    WorkSamples,
+};
 pub use edf::{DeadlineParams, EdfOrder, RtTask, deadline_params};
 pub use edf_priorities::{BandError, EdfPriorities, PriorityBand, PriorityChanges};
 pub use frames::{

@@ -36,6 +36,13 @@ pub struct JobFrames {
     /// agent measured some.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_p95_ns: Option<u64>,
+    /// The mean and the standard deviation of the same samples, ns (what
+    /// probabilistic admission counts). Sent only to a coordinator of
+    /// protocol 1.8 or later ([`MOMENTS_SINCE_MINOR`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_mean_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_sd_ns: Option<u64>,
     /// Every RT process of the rank has published its frame counter (called
     /// `cosched_rt_init()` or reported a frame): it is past its start-up and
     /// ready for its first frame. Under 1GS a new RT job runs in its start
@@ -48,6 +55,10 @@ pub struct JobFrames {
 
 /// The minor version from which a coordinator takes [`JobFrames::ready`].
 pub const READY_SINCE_MINOR: u8 = 6;
+
+/// The minor version from which a coordinator takes
+/// [`JobFrames::work_mean_ns`] and [`JobFrames::work_sd_ns`].
+pub const MOMENTS_SINCE_MINOR: u8 = 8;
 
 /// The minor version from which an agent takes [`FirstFrameAt`] and
 /// `LaunchJob::first_frame_wait_ns`.

@@ -27,8 +27,11 @@ pub const PROTOCOL_MAJOR: u8 = 1;
 /// [`super::frame_reports::READY_SINCE_MINOR`]: an RT rank's processes are
 /// ready for their first frame); 1.7: `LaunchJob.first_frame_wait_ns` and
 /// `FirstFrameAt` (see [`super::frame_reports::FIRST_FRAME_SINCE_MINOR`]:
-/// the instant an RT job's first frame starts, under 1GS).
-pub const PROTOCOL_MINOR: u8 = 7;
+/// the instant an RT job's first frame starts, under 1GS); 1.8:
+/// `JobFrames.work_mean_ns`/`work_sd_ns` (see
+/// [`super::frame_reports::MOMENTS_SINCE_MINOR`]: what probabilistic
+/// admission counts).
+pub const PROTOCOL_MINOR: u8 = 8;
 /// Bytes in the fixed header.
 pub const HEADER_LEN: usize = 32;
 /// Bytes in the HMAC-SHA256 tag that ends each frame.

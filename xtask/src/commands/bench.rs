@@ -337,7 +337,8 @@ struct RtArgs {
     /// Columns, comma-separated [default: all].
     #[arg(long, value_delimiter = ',', value_enum)]
     columns: Vec<Column>,
-    /// Admission settings, comma-separated [default: none,deterministic,statistical].
+    /// Admission settings, comma-separated [default: none,deterministic,statistical;
+    /// also: probabilistic].
     #[arg(long, value_delimiter = ',', value_enum)]
     admission: Vec<Admission>,
     /// Seconds of arrivals per cell.

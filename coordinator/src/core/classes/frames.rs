@@ -5,12 +5,13 @@
 //!
 //! They feed three things: the miss rate `cosched job` shows, 1GS's set of
 //! satisfied RT jobs (left out of replication), and under statistical
-//! admission the work the rule counts for admitted processes.
+//! admission the work the rule counts for admitted processes (the p95 for
+//! `statistical`, the mean and deviation for `probabilistic`).
 
 use std::collections::BTreeMap;
 
 use cosched_policy::{
-    classes::MeasuredWork,
+    classes::{MeasuredWork, WorkMoments},
     global::{JobId, NodeIndex},
 };
 use cosched_proto::wire::{FrameReport, JobFrames};
@@ -97,18 +98,30 @@ impl Core {
                 .entry(entry.job_id)
                 .or_default()
                 .insert(node, *entry);
-            if let (ClassState::Divided(divided), Some(work_ns)) =
-                (&mut self.classes, entry.work_p95_ns)
-            {
+            if let ClassState::Divided(divided) = &mut self.classes {
                 // Rank r of a 2DCS job is process r of its placement.
-                divided.ledger.set_measured(
-                    JobId(u64::from(entry.job_id)),
-                    rank,
-                    MeasuredWork {
-                        frames: entry.frames,
-                        work_ns,
-                    },
-                );
+                let job = JobId(u64::from(entry.job_id));
+                if let Some(work_ns) = entry.work_p95_ns {
+                    divided.ledger.set_measured(
+                        job,
+                        rank,
+                        MeasuredWork {
+                            frames: entry.frames,
+                            work_ns,
+                        },
+                    );
+                }
+                if let (Some(mean_ns), Some(sd_ns)) = (entry.work_mean_ns, entry.work_sd_ns) {
+                    divided.ledger.set_moments(
+                        job,
+                        rank,
+                        WorkMoments {
+                            frames: entry.frames,
+                            mean_ns,
+                            sd_ns,
+                        },
+                    );
+                }
             }
         }
         self.refresh_satisfied();

@@ -389,7 +389,8 @@ fn rearrive_running(
     }
 }
 
-/// Statistical admission counts measured work: keep what agents measured.
+/// Statistical and probabilistic admission count measured work: keep what
+/// agents measured.
 fn carry_measurements(
     before: Option<&ClassLedger>,
     ledger: &mut ClassLedger,
@@ -402,6 +403,9 @@ fn carry_measurements(
     for process in 0..processes {
         if let Some(measured) = before.measured(job, process) {
             ledger.set_measured(job, process, measured);
+        }
+        if let Some(moments) = before.moments(job, process) {
+            ledger.set_moments(job, process, moments);
         }
     }
 }

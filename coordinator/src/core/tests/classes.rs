@@ -323,6 +323,8 @@ fn frame_reports_show_the_miss_rate_and_reports_for_other_jobs_are_ignored() {
         missed,
         satisfied: true,
         work_p95_ns: Some(800_000),
+        work_mean_ns: None,
+        work_sd_ns: None,
         ready: false,
     };
     for (node, missed) in [(0, 2), (1, 6)] {
@@ -341,6 +343,50 @@ fn frame_reports_show_the_miss_rate_and_reports_for_other_jobs_are_ignored() {
     let error = core.frame_report(0, &stray).unwrap_err();
     assert!(error.contains(&format!("[{be}, 99]")), "{error}");
     assert!(core.job_view(be).unwrap().frames.is_none());
+}
+
+#[test]
+fn under_probabilistic_admission_the_work_agents_measured_admits_a_job_its_declaration_does_not() {
+    // One node, 2:1: the RT share is 66.7 %. Jobs declare 2 ms every 10 ms
+    // (20 %): three fit, a fourth does not while nothing is measured.
+    let classes = ClassesConfig {
+        admission: AdmissionKind::Probabilistic,
+        ..ClassesConfig::default()
+    };
+    let mut core = classes_cluster(1, GlobalPolicy::TwoDcsTdm, classes);
+    let ids: Vec<u32> = ["a", "b", "c"]
+        .iter()
+        .map(|name| submit(&mut core, rt(name, 1, 10 * MS, 3, 2 * MS)).id)
+        .collect();
+    core.take_effects();
+    let error = core
+        .submit(rt("d", 1, 10 * MS, 3, 2 * MS), 0, NOW_NS)
+        .unwrap_err();
+    assert!(error.contains("with probability over 10000 ppm"), "{error}");
+    assert_eq!(
+        observed(&core.take_effects()),
+        [Observed::RtRejected { reason: "overload" }]
+    );
+    // Their agent measured 1.2 ms ± 50 µs per frame over 400 frames: 36 %,
+    // and the newcomer counts for 12 % ± 0.5 %.
+    let measured = |job_id| JobFrames {
+        job_id,
+        frames: 400,
+        expected: 390,
+        met: 390,
+        missed: 0,
+        satisfied: true,
+        work_p95_ns: Some(1_300_000),
+        work_mean_ns: Some(1_200_000),
+        work_sd_ns: Some(50_000),
+        ready: true,
+    };
+    let report = FrameReport {
+        jobs: ids.iter().map(|&id| measured(id)).collect(),
+    };
+    core.frame_report(0, &report).unwrap();
+    let admitted = submit(&mut core, rt("d", 1, 10 * MS, 3, 2 * MS));
+    assert_eq!(admitted.state, JobStateView::Running);
 }
 
 #[test]
@@ -364,6 +410,8 @@ fn an_ended_rt_job_keeps_the_last_counts_its_agents_sent_before_its_exits() {
                 missed: 1,
                 satisfied: false,
                 work_p95_ns: None,
+                work_mean_ns: None,
+                work_sd_ns: None,
                 ready: false,
             }],
         };

@@ -191,6 +191,8 @@ fn ready(job: u32) -> FrameReport {
             missed: 0,
             satisfied: false,
             work_p95_ns: None,
+            work_mean_ns: None,
+            work_sd_ns: None,
             ready: true,
         }],
     }
@@ -266,6 +268,8 @@ fn under_1gs_rt_jobs_every_node_reports_satisfied_are_no_longer_replicated() {
             missed: 0,
             satisfied,
             work_p95_ns: None,
+            work_mean_ns: None,
+            work_sd_ns: None,
             ready: false,
         }],
     };

@@ -8,6 +8,8 @@
 //! - deterministic: Σ_i + load ≤ capacity over min(Γ_i, Γ_A) (§4.4);
 //! - statistical: the node's utilization plus the process's stays within
 //!   the bound;
+//! - probabilistic: the node's estimated load with the process's fits the
+//!   RT share at the target overload probability;
 //! - none: anything fits.
 //!
 //! Processes are taken heaviest first and each is counted on its node before
@@ -17,6 +19,7 @@
 use super::super::job::RtJob;
 use super::super::ledger::{ClassLedger, RtPlacement};
 use super::super::tdm::{AllocationError, RtLoadModel, node_loads, window_fit};
+use super::probabilistic::check_probabilistic_in_place;
 use super::statistical::node_loads_ppm;
 use super::{AdmissionRule, Rejection};
 
@@ -91,6 +94,9 @@ impl AdmissionRule {
                 }
                 Ok(())
             }
+            Self::Probabilistic(params) => {
+                check_probabilistic_in_place(ledger, job, model, params, &placement.nodes)
+            }
         }
     }
 }
@@ -98,7 +104,7 @@ impl AdmissionRule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::{FairnessRatio, StatisticalParams};
+    use crate::classes::{FairnessRatio, ProbabilisticParams, StatisticalParams};
     use crate::global::JobId;
 
     fn model() -> RtLoadModel {
@@ -121,6 +127,7 @@ mod tests {
         let rules = [
             AdmissionRule::Deterministic,
             AdmissionRule::Statistical(StatisticalParams::default()),
+            AdmissionRule::Probabilistic(ProbabilisticParams::default()),
         ];
         for rule in rules {
             let mut ledger = ClassLedger::one_process_per_node(2);

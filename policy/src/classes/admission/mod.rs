@@ -6,7 +6,10 @@
 //! - [`AdmissionRule::Deterministic`]: the paper's rule
 //!   ([`admit_deterministic`]);
 //! - [`AdmissionRule::Statistical`]: measured work against a utilization
-//!   bound ([`admit_statistical`]).
+//!   bound ([`admit_statistical`]);
+//! - [`AdmissionRule::Probabilistic`]: measured mean and variance of the
+//!   work against the RT share at a target overload probability
+//!   ([`admit_probabilistic`]).
 //!
 //! BE jobs are never subject to admission (§4.4: they come in "as long as
 //! they can find CPUs"); place them with [`allocate_be`].
@@ -17,6 +20,8 @@
 //! [`allocate_be`]: super::tdm::allocate_be
 
 mod fixed;
+mod moments;
+mod probabilistic;
 mod samples;
 mod statistical;
 
@@ -28,6 +33,10 @@ use super::ledger::{ClassLedger, RtPlacement};
 use super::tdm::{AllocationError, RtLoadModel, admit_deterministic, allocate_rt};
 use crate::global::{JobId, NodeIndex};
 
+pub use moments::{WorkMoments, upper_normal_quantile};
+pub use probabilistic::{
+    LoadEstimate, OverloadDetails, Population, ProbabilisticParams, admit_probabilistic,
+};
 pub use samples::{MeasuredWork, WorkSamples};
 pub use statistical::{Calibration, StatisticalParams, admit_statistical};
 
@@ -42,6 +51,9 @@ pub enum AdmissionRule {
     Deterministic,
     /// Measured work against a utilization bound.
     Statistical(StatisticalParams),
+    /// Measured mean and variance against the RT share at a target
+    /// overload probability.
+    Probabilistic(ProbabilisticParams),
 }
 
 /// Why an RT job is not admitted.
@@ -104,6 +116,23 @@ pub enum Rejection {
         placed_ppm: u64,
         capacity_ppm: u64,
     },
+    #[error(
+        "process {} of {} does not fit node {}, the least loaded: the RT load there with it \
+         would exceed the RT share of {} ppm with probability over {} ppm (mean {} ppm, \
+         charged {} ppm, declared {} ppm)",
+        .0.process, .0.job, .0.node, .0.capacity_ppm, .0.overload_ppm, .0.mean_ppm,
+        .0.charged_ppm, .0.declared_ppm
+    )]
+    Overload(OverloadDetails),
+    /// [`AdmissionRule::check_placement`]'s probabilistic refusal.
+    #[error(
+        "process {} of {} on node {}, where it runs: the RT load there with it would exceed \
+         the RT share of {} ppm with probability over {} ppm (mean {} ppm, charged {} ppm, \
+         declared {} ppm)",
+        .0.process, .0.job, .0.node, .0.capacity_ppm, .0.overload_ppm, .0.mean_ppm,
+        .0.charged_ppm, .0.declared_ppm
+    )]
+    OverloadInPlace(OverloadDetails),
 }
 
 impl Rejection {
@@ -115,6 +144,7 @@ impl Rejection {
             Self::Allocation(_) => "allocation",
             Self::WindowCapacity { .. } | Self::WindowCapacityInPlace { .. } => "window_capacity",
             Self::Utilization { .. } | Self::UtilizationInPlace { .. } => "utilization",
+            Self::Overload(_) | Self::OverloadInPlace(_) => "overload",
         }
     }
 }
@@ -136,6 +166,7 @@ impl AdmissionRule {
             Self::None => Ok(allocate_rt(ledger, job, model)?),
             Self::Deterministic => admit_deterministic(ledger, job, model),
             Self::Statistical(params) => admit_statistical(ledger, job, model, params),
+            Self::Probabilistic(params) => admit_probabilistic(ledger, job, model, params),
         }
     }
 

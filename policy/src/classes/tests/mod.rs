@@ -7,6 +7,7 @@ mod division_fallback_scenarios;
 mod edf_scenarios;
 mod frames_scenarios;
 mod invariants;
+mod probabilistic_scenarios;
 mod ps_scenarios;
 mod support;
 mod tdm_scenarios;

@@ -94,7 +94,9 @@ impl Column {
         match admission {
             Admission::None | Admission::Deterministic => true,
             // 1GS has only its deterministic rule; the kernel only its own.
-            Admission::Statistical => matches!(self, Column::Tdm | Column::Ps),
+            Admission::Statistical | Admission::Probabilistic => {
+                matches!(self, Column::Tdm | Column::Ps)
+            }
         }
     }
 }
@@ -122,6 +124,9 @@ pub enum Admission {
     Deterministic,
     /// 2DCS: measured work against a utilization bound.
     Statistical,
+    /// 2DCS: measured mean and deviation against the RT share at a target
+    /// overload probability (1 %).
+    Probabilistic,
 }
 
 impl Admission {
@@ -130,6 +135,7 @@ impl Admission {
             Admission::None => "none",
             Admission::Deterministic => "deterministic",
             Admission::Statistical => "statistical",
+            Admission::Probabilistic => "probabilistic",
         }
     }
 }
@@ -158,10 +164,13 @@ mod tests {
 
     #[test]
     fn statistical_admission_only_where_a_rule_exists() {
-        assert!(Column::Tdm.supports(Admission::Statistical));
-        assert!(Column::Ps.supports(Admission::Statistical));
+        for measured in [Admission::Statistical, Admission::Probabilistic] {
+            assert!(Column::Tdm.supports(measured));
+            assert!(Column::Ps.supports(measured));
+        }
         for c in [Column::OneGs, Column::Fifo, Column::Deadline] {
             assert!(!c.supports(Admission::Statistical), "{c:?}");
+            assert!(!c.supports(Admission::Probabilistic), "{c:?}");
             assert!(c.supports(Admission::None) && c.supports(Admission::Deterministic));
         }
         assert_eq!(Column::Tdm.agent_policy(), "pb-sb");

@@ -30,6 +30,7 @@ fn escape(text: &str) -> String {
 fn series_name(r: &RtRow) -> String {
     match r.admission {
         Admission::Statistical => format!("{} (statistical)", r.column.label()),
+        Admission::Probabilistic => format!("{} (probabilistic)", r.column.label()),
         _ => r.column.label().to_string(),
     }
 }
