@@ -153,3 +153,22 @@ fn an_adaptive_threshold_must_not_start_above_its_bound() {
         "the bound only matters when adapting"
     );
 }
+
+#[test]
+fn an_mpl_aware_threshold_must_not_start_above_its_bound() {
+    let aware = SpinBlockParams {
+        mpl_aware: true,
+        spin_threshold_us: 5_000,
+        max_spin_threshold_us: 4_000,
+        ..Default::default()
+    };
+    assert!(aware.validate().is_err());
+    assert!(
+        SpinBlockParams {
+            mpl_aware: false,
+            ..aware
+        }
+        .validate()
+        .is_ok()
+    );
+}
