@@ -571,7 +571,11 @@ impl LocalPolicy for DynamicCoscheduler {
                     }
                     // A boosted spinner past its threshold is blocked too.
                     if self.rules.spin_wait.is_some() {
-                        consider(managed.obs.spin_deadline(self.block_after_ns(task, managed)));
+                        consider(
+                            managed
+                                .obs
+                                .spin_deadline(self.block_after_ns(task, managed)),
+                        );
                     }
                 }
                 Hold::Blocked { since, .. } => consider(
@@ -582,7 +586,11 @@ impl LocalPolicy for DynamicCoscheduler {
                 ),
                 Hold::Free => {
                     if self.rules.spin_wait.is_some() {
-                        consider(managed.obs.spin_deadline(self.block_after_ns(task, managed)));
+                        consider(
+                            managed
+                                .obs
+                                .spin_deadline(self.block_after_ns(task, managed)),
+                        );
                     }
                 }
             }
