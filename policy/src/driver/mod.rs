@@ -578,7 +578,12 @@ mod tests {
     /// the tick stays at the quiet pace, and the report leads to the block.
     #[test]
     fn spin_block_told_of_long_spins_keeps_the_quiet_tick_while_ranks_spin() {
-        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 1000).unwrap();
+        // The fixed threshold: each task is alone on its CPU here, where
+        // MPL-aware blocking would wait for its bound (its own scenarios
+        // are in sb_mpl_scenarios.rs).
+        let mut config = LocalPolicyConfig::for_kind(PolicyKind::Sb);
+        config.sb.mpl_aware = false;
+        let mut d = PolicyDriver::new(&config, 1000).unwrap();
         let ms = 1_000_000;
         d.task_added(7, 1, 0);
         d.task_added(8, 2, 0);

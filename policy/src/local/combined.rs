@@ -560,7 +560,7 @@ impl LocalPolicy for DynamicCoscheduler {
         for &until in self.yields.values() {
             consider(Some(until));
         }
-        for managed in self.tasks.values() {
+        for (&task, managed) in &self.tasks {
             match managed.hold {
                 Hold::Boosted {
                     until,
@@ -574,7 +574,11 @@ impl LocalPolicy for DynamicCoscheduler {
                     }
                     // A boosted spinner past its threshold is blocked too.
                     if self.rules.spin_wait.is_some() {
-                        consider(managed.obs.spin_deadline(managed.spin_time.current_ns()));
+                        consider(
+                            managed
+                                .obs
+                                .spin_deadline(self.block_after_ns(task, managed)),
+                        );
                     }
                 }
                 Hold::Blocked { since, .. } => consider(
@@ -585,7 +589,11 @@ impl LocalPolicy for DynamicCoscheduler {
                 ),
                 Hold::Free => {
                     if self.rules.spin_wait.is_some() {
-                        consider(managed.obs.spin_deadline(managed.spin_time.current_ns()));
+                        consider(
+                            managed
+                                .obs
+                                .spin_deadline(self.block_after_ns(task, managed)),
+                        );
                     }
                 }
             }

@@ -24,11 +24,20 @@ use super::action::{Action, Level, Reason};
 use super::combined::{BoostOutcome, DynamicCoscheduler, Rules};
 use super::config::ConfigError;
 use super::fairness::FairnessParams;
-use super::hold::{BoostRule, BoostSource, Hold};
+use super::hold::{BoostRule, BoostSource, Hold, Managed};
 use super::ids::{TaskId, us_to_ns};
 use super::policy::PolicyKind;
 use super::spin_learning::{SpinLearningParams, SpinTime};
 use serde::{Deserialize, Serialize};
+
+/// With MPL-aware blocking, the fewest other tasks competing for a
+/// spinner's CPU for which SB blocks it at its spin threshold. With one,
+/// the hand-over at the report of the long spin (the kernel's re-pick at
+/// the agent's wake-up) gives that task the CPU already, and the spinner's
+/// next turn comes after that task's; with two or more the hand-over gives
+/// the CPU to one of them, and a block keeps the spinner out of their turns
+/// until its message, which brings it back boosted past them.
+pub(crate) const BLOCK_COMPETITORS: usize = 2;
 
 /// How SB blocks a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -77,10 +86,22 @@ pub struct SpinBlockParams {
     /// measured better than the fixed threshold at two jobs per CPU and
     /// worse at three (docs/benchmarks.md, "SB at MPL 2").
     pub adapt_threshold: bool,
-    /// Upper bound of an adapted spin threshold, µs. Default 4000 (one
-    /// scheduler tick at HZ=250: the kernel preempts a spinner that long
-    /// anyway).
+    /// Upper bound of an adapted spin threshold, and the spin after which
+    /// an MPL-aware SB blocks a task few others compete with (`mpl_aware`),
+    /// µs. Default 4000 (one scheduler tick at HZ=250: the kernel preempts
+    /// a spinner that long anyway).
     pub max_spin_threshold_us: u64,
+    /// Block at `spin_threshold_us` only a spinner with at least two other
+    /// tasks competing for its CPU (plain `sb` only); one with fewer is
+    /// blocked only once its spin reaches `max_spin_threshold_us`. With one
+    /// other task the report of its long spin already hands its CPU over
+    /// (the agent's wake-up there makes the kernel pick again, and there is
+    /// one task to pick), and a block only adds its costs: the demotion,
+    /// the boosted wake that preempts the other job, agent wake-ups
+    /// (docs/benchmarks.md, "SB at MPL 2" and "(session 16)"). Default
+    /// true: measured better than the fixed threshold at two jobs per CPU
+    /// and the same at three.
+    pub mpl_aware: bool,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
     pub learning: SpinLearningParams,
@@ -98,6 +119,7 @@ impl Default for SpinBlockParams {
             max_block_us: 100_000,
             adapt_threshold: false,
             max_spin_threshold_us: 4_000,
+            mpl_aware: true,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
         }
@@ -107,6 +129,8 @@ impl Default for SpinBlockParams {
 impl SpinBlockParams {
     pub fn validate(&self) -> Result<(), ConfigError> {
         ConfigError::require_positive("sb.spin_threshold_us", self.spin_threshold_us)?;
+        // Not for `mpl_aware`: a threshold above the bound just makes the
+        // bound moot (a spinner is blocked at its threshold either way).
         if self.adapt_threshold {
             ConfigError::require_ordered(
                 "sb.spin_threshold_us",
@@ -174,6 +198,11 @@ pub(crate) struct SpinWaitRule {
     /// Adapt the threshold to how blocks turn out, up to this, ns
     /// ([`SpinTime::adaptive`]; the threshold is the block's price).
     pub adapt_max_ns: Option<u64>,
+    /// MPL-aware blocking (plain SB's `mpl_aware`): a spinner with fewer
+    /// than [`BLOCK_COMPETITORS`] other tasks competing for its CPU is not
+    /// blocked before this much on-CPU spin, ns
+    /// ([`DynamicCoscheduler::block_after_ns`]).
+    pub few_competitors_ns: Option<u64>,
     pub max_hold_ns: u64,
     /// Boost given on wake-up (SB), if any.
     pub wake_boost: Option<BoostRule>,
@@ -199,6 +228,8 @@ impl SpinWaitRule {
             adapt_max_ns: params
                 .adapt_threshold
                 .then(|| us_to_ns(params.max_spin_threshold_us)),
+            // Set by plain SB alone (`DynamicCoscheduler::spin_block`).
+            few_competitors_ns: None,
             max_hold_ns: us_to_ns(params.max_block_us),
             wake_boost: params.wake_boost.then(|| BoostRule {
                 prio: params.wake_boost_prio,
@@ -219,6 +250,7 @@ impl SpinWaitRule {
             threshold_ns: us_to_ns(params.spin_threshold_us),
             learning: params.learn_spin_time.then(|| params.learning.clone()),
             adapt_max_ns: None,
+            few_competitors_ns: None,
             max_hold_ns: us_to_ns(params.max_yield_us),
             wake_boost: None,
             reported: true,
@@ -241,7 +273,14 @@ impl DynamicCoscheduler {
     /// `sb`: spin-block receives; woken (and boosted) on message arrival.
     pub fn spin_block(params: &SpinBlockParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
-            spin_wait: Some(SpinWaitRule::block(params)),
+            spin_wait: Some(SpinWaitRule {
+                // Measured for plain SB only: PB-SB and DCS-SB block at the
+                // threshold whoever shares the CPU.
+                few_competitors_ns: params
+                    .mpl_aware
+                    .then(|| us_to_ns(params.max_spin_threshold_us)),
+                ..SpinWaitRule::block(params)
+            }),
             ..Rules::default()
         };
         Self::with_rules(PolicyKind::Sb, rules, fairness)
@@ -256,8 +295,47 @@ impl DynamicCoscheduler {
         Self::with_rules(PolicyKind::Sy, rules, fairness)
     }
 
+    /// Other managed tasks that compete for the CPU `task` last ran on:
+    /// they last ran there too and are runnable (on it, preempted, or with
+    /// a message to read), or are held blocked until their message (they
+    /// take the CPU back when it comes). A task asleep in its own wait does
+    /// not compete; one never seen on a CPU is not counted.
+    pub(crate) fn cpu_competitors(&self, task: TaskId, cpu: Option<u32>) -> usize {
+        let Some(cpu) = cpu else {
+            return 0;
+        };
+        self.tasks
+            .iter()
+            .filter(|&(&other, m)| {
+                other != task
+                    && m.obs.cpu == Some(cpu)
+                    && (m.obs.runnable() || matches!(m.hold, Hold::Blocked { .. }))
+            })
+            .count()
+    }
+
+    /// The on-CPU spin after which `task` is blocked, as things stand now:
+    /// its spin time, or with MPL-aware blocking
+    /// ([`SpinWaitRule::few_competitors_ns`]) and fewer than
+    /// [`BLOCK_COMPETITORS`] other tasks competing for its CPU, not less
+    /// than that bound.
+    pub(crate) fn block_after_ns(&self, task: TaskId, managed: &Managed) -> u64 {
+        let own = managed.spin_time.current_ns();
+        match self
+            .rules
+            .spin_wait
+            .as_ref()
+            .and_then(|r| r.few_competitors_ns)
+        {
+            Some(bound) if self.cpu_competitors(task, managed.obs.cpu) < BLOCK_COMPETITORS => {
+                own.max(bound)
+            }
+            _ => own,
+        }
+    }
+
     /// Blocks every free, on-CPU task that has spun past its spin time
-    /// without a message.
+    /// without a message ([`Self::block_after_ns`]).
     pub(crate) fn block_long_spinners(&mut self, rule: &SpinWaitRule, out: &mut Vec<Action>) {
         let now = self.now;
         // A boosted spinner too: a boost that outlives the task's first wait
@@ -266,12 +344,17 @@ impl DynamicCoscheduler {
         // spin threshold means its peers are not answering (not running), so
         // the boost has nothing left to buy and the task blocks like any
         // spinner, handing the CPU to the other job at once.
-        let due = self.tasks_where(|m| {
-            matches!(m.hold, Hold::Free | Hold::Boosted { .. })
-                && m.obs.on_cpu
-                && m.obs.waiting_idle()
-                && m.obs.spin_cpu_ns(now) >= m.spin_time.current_ns()
-        });
+        let due: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|&(&task, m)| {
+                matches!(m.hold, Hold::Free | Hold::Boosted { .. })
+                    && m.obs.on_cpu
+                    && m.obs.waiting_idle()
+                    && m.obs.spin_cpu_ns(now) >= self.block_after_ns(task, m)
+            })
+            .map(|(&task, _)| task)
+            .collect();
         for task in due {
             if let Some(managed) = self.tasks.get_mut(&task) {
                 if matches!(managed.hold, Hold::Boosted { .. }) {

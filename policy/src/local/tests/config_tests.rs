@@ -153,3 +153,16 @@ fn an_adaptive_threshold_must_not_start_above_its_bound() {
         "the bound only matters when adapting"
     );
 }
+
+#[test]
+fn an_mpl_aware_threshold_above_its_bound_is_accepted() {
+    // The bound is then moot: a spinner is blocked at its threshold.
+    let aware = SpinBlockParams {
+        mpl_aware: true,
+        adapt_threshold: false,
+        spin_threshold_us: 5_000,
+        max_spin_threshold_us: 4_000,
+        ..Default::default()
+    };
+    assert!(aware.validate().is_ok());
+}

@@ -98,6 +98,9 @@ fn wake_without_budget_still_wakes() {
         },
         ..LocalPolicyConfig::for_kind(PolicyKind::Sb)
     };
+    // T1 alone on its CPU: blocked at the fixed threshold, not MPL-aware.
+    let mut config = config;
+    config.sb.mpl_aware = false;
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.run(T1, 0, 0);
@@ -195,7 +198,10 @@ fn chatty_job_past_its_equal_cpu_share_is_not_boosted() {
 /// still woken by its message, and the hand-back names the rule.
 #[test]
 fn blocked_task_of_a_job_past_its_equal_share_is_woken_saying_why_it_got_no_boost() {
-    let mut h = Harness::of_kind(PolicyKind::Sb);
+    // Two jobs per CPU: blocked at the fixed threshold, not MPL-aware.
+    let mut config = LocalPolicyConfig::for_kind(PolicyKind::Sb);
+    config.sb.mpl_aware = false;
+    let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
     h.run(T2, 0, 0);

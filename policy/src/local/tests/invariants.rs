@@ -14,7 +14,7 @@
 
 use crate::local::{
     Action, BlockMethod, CpuSnapshot, Event, JobId, Level, LocalPolicy, LocalPolicyConfig,
-    NodeSnapshot, PolicyKind, SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
+    NodeSnapshot, PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -117,6 +117,7 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
             50u64..2_000,
         ),
         (0u32..3, 0u32..3, 1_000u64..150_000),
+        any::<bool>(),
     )
         .prop_map(
             |(
@@ -126,6 +127,7 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 (window_us, percent),
                 (boost_us, period_us, max_block_us, spin_us),
                 fcs,
+                mpl_aware,
             )| {
                 let mut c = LocalPolicyConfig::for_kind(kind);
                 c.fairness.window_us = window_us;
@@ -141,6 +143,7 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 c.sb.learn_spin_time = learn;
                 c.sb.learning.min_samples = 2;
                 c.sb.spin_threshold_us = spin_us;
+                c.sb.mpl_aware = mpl_aware;
                 c.sb.max_block_us = max_block_us;
                 c.sb.wake_boost_us = boost_us;
                 c.sy.learn_spin_time = learn;
@@ -166,6 +169,8 @@ struct Oracle {
     held: BTreeMap<TaskId, (Level, u64)>,
     /// Closed boost intervals `(job, start, end)`.
     boosts: Vec<(JobId, u64, u64)>,
+    /// Blocks (or yields) for a spin past the threshold.
+    threshold_blocks: usize,
 }
 
 impl Oracle {
@@ -178,6 +183,7 @@ impl Oracle {
             managed: BTreeSet::new(),
             held: BTreeMap::new(),
             boosts: Vec::new(),
+            threshold_blocks: 0,
         }
     }
 
@@ -250,7 +256,12 @@ impl Oracle {
 
     fn record(&mut self, actions: Vec<Action>) {
         for action in actions {
-            let Action::SetLevel { task, level, .. } = action else {
+            let Action::SetLevel {
+                task,
+                level,
+                reason,
+            } = action
+            else {
                 let Action::Refused { task, reason } = action else {
                     unreachable!()
                 };
@@ -262,6 +273,9 @@ impl Oracle {
                 self.managed.contains(&task),
                 "action for unmanaged {task}: {level:?}"
             );
+            if reason == Reason::SpinThresholdBlock {
+                self.threshold_blocks += 1;
+            }
             let current = self.held.get(&task).map_or(Level::Normal, |&(l, _)| l);
             assert_ne!(current, level, "redundant action for {task}");
             self.close(task);
@@ -493,6 +507,43 @@ impl Oracle {
     }
 }
 
+/// `step` on tasks 0 and 1 only (jobs 1 and 2): no task ever has more
+/// than one other managed task on its CPU.
+fn on_two_tasks(step: &Step) -> Step {
+    let two = |i: u8| i % 2;
+    match step.clone() {
+        Step::Add(i) => Step::Add(two(i)),
+        Step::Exit(i) => Step::Exit(two(i)),
+        Step::Forget(i) => Step::Forget(two(i)),
+        Step::Arrive {
+            task,
+            on_cpu,
+            spinning,
+        } => Step::Arrive {
+            task: two(task),
+            on_cpu,
+            spinning,
+        },
+        Step::SwitchIn { task, cpu } => Step::SwitchIn {
+            task: two(task),
+            cpu,
+        },
+        Step::SwitchOut { task, preempted } => Step::SwitchOut {
+            task: two(task),
+            preempted,
+        },
+        Step::Spin(i) => Step::Spin(two(i)),
+        Step::Receive(i) => Step::Receive(two(i)),
+        Step::Tick(Some((mut tasks, cpus))) => {
+            for t in tasks.iter_mut().skip(2) {
+                t.present = false;
+            }
+            Step::Tick(Some((tasks, cpus.map(|c| c.map(two)))))
+        }
+        other @ (Step::Tick(None) | Step::Slot { .. }) => other,
+    }
+}
+
 proptest! {
     // Failing cases are saved next to this file (invariants.regressions) and
     // replayed first on every run.
@@ -512,6 +563,26 @@ proptest! {
             oracle.step(*dt_us, step);
         }
         oracle.finish();
+    }
+
+    /// MPL-aware SB with its bound beyond the run (≤ 80 steps of ≤ 3 ms,
+    /// then 2 s of quiet): a spinner that shares its CPU with one other task
+    /// at most is never blocked, whatever happens.
+    #[test]
+    fn mpl_aware_sb_never_blocks_a_spinner_with_one_other_task_before_its_bound(
+        stop in any::<bool>(),
+        steps in proptest::collection::vec((0u64..3_000, step()), 1..80),
+    ) {
+        let mut config = LocalPolicyConfig::for_kind(PolicyKind::Sb);
+        config.sb.mpl_aware = true;
+        config.sb.max_spin_threshold_us = 10_000_000;
+        config.sb.block_by = if stop { BlockMethod::Stop } else { BlockMethod::Demote };
+        let mut oracle = Oracle::new(config);
+        for (dt_us, step) in &steps {
+            oracle.step(*dt_us, &on_two_tasks(step));
+        }
+        oracle.finish();
+        prop_assert_eq!(oracle.threshold_blocks, 0);
     }
 
     #[test]

@@ -7,4 +7,5 @@ mod fcs_scenarios;
 mod harness;
 mod invariants;
 mod pb_scenarios;
+mod sb_mpl_scenarios;
 mod spin_scenarios;

@@ -13,13 +13,17 @@ fn sb_config(sb: SpinBlockParams) -> LocalPolicyConfig {
     }
 }
 
-/// T1 (job A) runs on CPU 0 from 0 and starts waiting at 1 ms; T2 (job B) is
-/// ready to run.
+/// T1 (job A) runs on CPU 0 from 0 and starts waiting at 1 ms; T2 (job B)
+/// and T3 (job C) are ready to run: three jobs per CPU, where SB blocks at
+/// its spin threshold whether or not it is MPL-aware (sb_mpl_scenarios.rs
+/// has two jobs per CPU).
 fn t1_spinning_from_1ms(mut h: Harness) -> Harness {
     h.add(T1, JA, 0);
-    h.add(T2, JB, 0);
-    h.run(T2, 0, 0);
-    h.preempt(T2, 0);
+    for (task, job) in [(T2, JB), (T3, JC)] {
+        h.add(task, job, 0);
+        h.run(task, 0, 0);
+        h.preempt(task, 0);
+    }
     h.run(T1, 0, 0);
     h.spin(T1, ms(1));
     h
@@ -99,6 +103,9 @@ fn spin_threshold_counts_only_on_cpu_time() {
     let mut h = Harness::of_kind(PolicyKind::Sb);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
+    h.add(T3, JC, 0);
+    h.run(T3, 0, 0);
+    h.preempt(T3, 0);
     h.run(T1, 0, 0);
     h.spin(T1, us(100));
     h.preempt(T1, us(300)); // spun 200 us
@@ -296,8 +303,10 @@ fn measured_spin_time(h: &mut Harness, t0: u64) -> u64 {
 
 #[test]
 fn learned_spin_time_tracks_observed_waits() {
+    // T1 alone on its CPU: the learned spin time, not MPL-aware blocking.
     let sb = SpinBlockParams {
         learn_spin_time: true,
+        mpl_aware: false,
         ..Default::default()
     };
     let mut h = Harness::new(sb_config(sb));
@@ -413,9 +422,12 @@ fn spin_yield_hands_back_without_a_refusal() {
 fn t1_seen_running_then_preempted(kind: PolicyKind) -> Harness {
     let mut h = Harness::of_kind(kind);
     h.add(T1, JA, 0);
-    h.add(T2, JB, 0);
-    h.run(T2, 0, 0);
-    h.preempt(T2, 0);
+    // Three jobs per CPU: SB's threshold is 500 µs, MPL-aware or not.
+    for (task, job) in [(T2, JB), (T3, JC)] {
+        h.add(task, job, 0);
+        h.run(task, 0, 0);
+        h.preempt(task, 0);
+    }
     h.run(T1, 0, 0);
     h.spin(T1, us(10));
     h
@@ -565,8 +577,10 @@ fn a_quantum_boosted_rank_whose_peer_stops_answering_is_blocked_at_its_spin_thre
 }
 
 fn adaptive_sb(kind: PolicyKind) -> Harness {
+    // The adaptive rule alone (T2 comes and goes on T1's CPU).
     let sb = SpinBlockParams {
         adapt_threshold: true,
+        mpl_aware: false,
         ..Default::default()
     };
     let mut h = Harness::new(LocalPolicyConfig {
@@ -661,6 +675,7 @@ fn a_block_whose_message_comes_after_a_blocks_cost_but_before_the_threshold_keep
 fn without_adaptation_the_threshold_stays_fixed_however_blocks_turn_out() {
     let mut h = Harness::new(sb_config(SpinBlockParams {
         adapt_threshold: false,
+        mpl_aware: false,
         ..Default::default()
     }));
     h.add(T1, JA, 0);
