@@ -2,8 +2,12 @@
 # (a) two processes on CPU 0 and 1 ping-pong with blocking recvfrom;
 # (b) one process sends to itself and reads the queued datagram (same
 #     syscalls, never blocks). Per-iteration CPU time (schedstat), a - b.
+# BLOCKING_N sets the iterations (default 20000); BLOCKING_POLICY=batch runs
+# both as SCHED_BATCH, whose wakeups never preempt (blocking_cost_nopreempt.sh).
 import os, socket, sys, time
-N = 20000
+N = int(os.environ.get('BLOCKING_N', '20000'))
+if os.environ.get('BLOCKING_POLICY') == 'batch':
+    os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 def cpu_ns():
     return int(open('/proc/self/schedstat').read().split()[0])
 def pingpong(cpu, me, peer, first):

@@ -4,7 +4,7 @@
 
 mod support;
 
-use cosched_policy::local::PolicyKind;
+use cosched_policy::local::{Level, PolicyKind};
 use cosched_sim::config::{GlobalMode, SimConfig};
 use cosched_sim::progress_over;
 use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
@@ -187,4 +187,51 @@ fn the_agents_looks_take_its_nodes_cpu_only_while_a_policy_acts() {
         "looks preempt ranks: {dcs_switches} vs {free_switches} switches"
     );
     assert_eq!(agent_cpu(PolicyKind::Local, cost).0, 0, "plain Linux");
+}
+
+#[test]
+fn the_agent_changes_levels_while_it_holds_the_nodes_cpu() {
+    // SY on the bench's mix: a fine-spin ring and two compute jobs per
+    // node. The agent (pinned to the node's CPU, real-time priority) is
+    // woken, reads, decides and calls sched_setattr on that CPU: the CPU
+    // time of a look that changes levels ends when the change is done, so
+    // the change is made while the ranks are off the CPU and the kernel
+    // picks afresh when the agent leaves (a yielded spinner returned to
+    // SCHED_OTHER competes then, not only at a later tick).
+    let mut cfg: SimConfig =
+        toml::from_str(include_str!("../calibration/machine.toml")).expect("machine.toml");
+    cfg.sched.global = GlobalMode::Local;
+    cfg.sched.local.kind = PolicyKind::Sy;
+    cfg.sched.mpl = 3;
+    let mut jobs = fine_jobs(1, u32::MAX);
+    jobs[0].compute_ns = 20 * US;
+    for id in 1..=4 {
+        jobs.push(JobSpec::simple(id, 0, 1, u32::MAX, MS, Pattern::None));
+    }
+    let mut calendar = cosched_sim::executive::Calendar::default();
+    let model = cosched_sim::model::Cluster::new(cfg, jobs, &mut calendar).expect("valid");
+    let mut ex = cosched_sim::executive::Executive::from_parts(model, calendar);
+    ex.run_while(|m, _| m.tasks.is_empty());
+    let spinner = 0;
+    let node = ex.model.tasks[spinner].node as usize;
+    let (mut was, mut held_until) = (Level::Normal, 0);
+    let (mut changes, mut held) = (0, 0);
+    while ex.model.now() < 1_000 * MS && ex.step() {
+        let level = ex.model.tasks[spinner].effective;
+        if level != was {
+            changes += 1;
+            // The agent's burst began before this instant and ends at it.
+            if held_until >= ex.model.now() {
+                held += 1;
+            }
+        }
+        was = level;
+        let cpu = &ex.model.nodes[node].cpus[0];
+        held_until = if cpu.noise { cpu.noise_until } else { 0 };
+    }
+    assert!(changes >= 20, "{changes} level changes");
+    assert!(
+        held * 10 >= changes * 9,
+        "{held} of {changes} level changes made while the agent held the CPU"
+    );
 }

@@ -18,8 +18,9 @@ use super::task::{Activity, Class, TaskIdx, class_of, weight_of};
 use super::{Calendar, Cluster, SimEvent};
 
 impl Cluster {
-    /// Schedules what the node's policy decided.
-    fn take_actions(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
+    /// Schedules what the node's policy decided; returns when the agent is
+    /// done making those level changes (None: the look changed nothing).
+    fn take_actions(&mut self, node: u32, cal: &mut Calendar<SimEvent>) -> Option<u64> {
         let mut actions = self.nodes[node as usize].driver.take_actions();
         // A refusal changes no level: nothing to apply, no reaction.
         actions.retain(|a| matches!(a, cosched_policy::local::Action::SetLevel { .. }));
@@ -37,6 +38,7 @@ impl Cluster {
             n.agent_applied_at = (self.now + delay).max(n.agent_applied_at);
         }
         let at = self.nodes[node as usize].agent_applied_at;
+        let done = (!actions.is_empty()).then_some(at);
         for action in actions {
             let cosched_policy::local::Action::SetLevel {
                 task,
@@ -56,6 +58,7 @@ impl Cluster {
             );
         }
         self.rearm_tick(node, cal);
+        done
     }
 
     /// Keeps one tick pending at the driver's `next_wakeup`.
@@ -106,8 +109,8 @@ impl Cluster {
         let live: Vec<(u32, TaskStats)> = tasks.iter().map(|&t| (t, self.read_stats(t))).collect();
         let holders = self.holders(node);
         self.nodes[node as usize].driver.tick(now, &live, &holders);
-        self.take_actions(node, cal);
-        self.agent_look_work(node, cal);
+        let done = self.take_actions(node, cal);
+        self.agent_look_work(node, done, cal);
     }
 
     /// (CPU, managed task holding it) on `node`.
@@ -297,8 +300,8 @@ impl Cluster {
         self.nodes[node as usize]
             .driver
             .arrival(t, now, on_cpu, waiting);
-        self.take_actions(node, cal);
-        self.agent_look_work(node, cal);
+        let done = self.take_actions(node, cal);
+        self.agent_look_work(node, done, cal);
     }
 
     fn ring_spin_start(&mut self, node: u32, t: TaskIdx, at: u64, cal: &mut Calendar<SimEvent>) {
@@ -311,8 +314,8 @@ impl Cluster {
             self.observe(node, t, false);
         }
         self.nodes[node as usize].driver.spin_started(t, at);
-        self.take_actions(node, cal);
-        self.agent_look_work(node, cal);
+        let done = self.take_actions(node, cal);
+        self.agent_look_work(node, done, cal);
     }
 
     /// The agent starts managing `t` (its fork).

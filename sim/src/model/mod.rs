@@ -90,6 +90,10 @@ pub enum SimEvent {
         node: u32,
         cpu: u32,
     },
+    /// The agent's CPU burst of a look whose level changes end with it.
+    AgentLook {
+        node: u32,
+    },
 }
 
 /// A job while it is in the system.
@@ -357,6 +361,7 @@ impl Model for Cluster {
             SimEvent::SpinCheck(task) => self.spin_check(task, cal),
             SimEvent::Noise { node, cpu } => self.noise(node, cpu, cal),
             SimEvent::NoiseEnd { node, cpu } => self.noise_end(node, cpu),
+            SimEvent::AgentLook { node } => self.agent_look_burst(node, cal),
             SimEvent::SliceSwitch { token } => {
                 if token == self.slice_token {
                     self.slice_switch(cal);

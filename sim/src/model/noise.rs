@@ -49,10 +49,34 @@ impl Cluster {
     }
 
     /// The agent's work at one look of an acting policy (`agent_look_cpu_ns`).
-    pub(super) fn agent_look_work(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
+    /// A look that changes levels holds the CPU until its last change is
+    /// done (`done_at`: the agent is woken, reads, decides and calls
+    /// `sched_setattr` on that CPU), so the changes are made while the
+    /// ranks are off it and the kernel picks afresh when the agent leaves:
+    /// a task it returned from SCHED_IDLE competes at once, not only at the
+    /// next tick. A look that changes nothing takes the CPU at once.
+    pub(super) fn agent_look_work(
+        &mut self,
+        node: u32,
+        done_at: Option<Ns>,
+        cal: &mut Calendar<SimEvent>,
+    ) {
         if !self.nodes[node as usize].driver.acting() {
             return;
         }
+        let cost = self.config.cluster.agent_look_cpu_ns;
+        match done_at {
+            // Scheduled after the look's `ApplyLevel`s, so at `done_at` the
+            // levels change before the CPU is free again.
+            Some(at) if cost > 0 && at > self.now.saturating_add(cost) => {
+                cal.at(at - cost, SimEvent::AgentLook { node });
+            }
+            _ => self.agent_work(node, cost, cal),
+        }
+    }
+
+    /// The burst of a look that changes levels (see `agent_look_work`).
+    pub(super) fn agent_look_burst(&mut self, node: u32, cal: &mut Calendar<SimEvent>) {
         let cost = self.config.cluster.agent_look_cpu_ns;
         self.agent_work(node, cost, cal);
     }
