@@ -19,9 +19,8 @@ use aya_ebpf::{
 };
 use cosched_agent_common::{
     CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_JOB_CPU,
-    MAX_SOCKETS, MAX_TASKS,
-    Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord, arrival_reported, episode,
-    event_flags, event_kind, in_spin_episode,
+    MAX_SOCKETS, MAX_TASKS, Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord,
+    arrival_reported, episode, event_flags, event_kind, in_spin_episode,
     layout::{self, Field},
     timeline_kind, watch_flags,
 };

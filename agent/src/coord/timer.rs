@@ -153,7 +153,11 @@ mod tests {
         timer.arm(now + 2_000_000, 2);
         timer.wait();
         let woke = monotonic_ns();
-        assert!(woke >= now + 2_000_000, "woke {} ns early", now + 2_000_000 - woke);
+        assert!(
+            woke >= now + 2_000_000,
+            "woke {} ns early",
+            now + 2_000_000 - woke
+        );
         assert_eq!(timer.take_due(woke), [2]);
         assert_eq!(timer.armed(), 1);
         timer.wait();
@@ -180,7 +184,10 @@ mod tests {
         timer.arm(now + 3_000_000, 2);
         timer.cancel(1);
         timer.wait();
-        assert!(monotonic_ns() >= now + 3_000_000, "the cancelled one woke it");
+        assert!(
+            monotonic_ns() >= now + 3_000_000,
+            "the cancelled one woke it"
+        );
         assert_eq!(timer.take_due(monotonic_ns()), [2]);
     }
 }
