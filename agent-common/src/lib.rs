@@ -25,6 +25,10 @@ pub const MAX_CPUS: u32 = 256;
 pub const MAX_TASKS: u32 = 16384;
 /// Capacity of the socket -> owning task map.
 pub const MAX_SOCKETS: u32 = 16384;
+/// Capacity of the per-job CPU time map (`JOB_CPU`): jobs whose tasks ran
+/// since the agent reserved them. A job that finds it full is read task by
+/// task instead.
+pub const MAX_JOB_CPU: u32 = 1024;
 /// Size of the event ring buffer in bytes (a power of two, multiple of the page size).
 pub const EVENT_RING_BYTES: u32 = 1 << 20;
 /// Size of the timeline ring buffer in bytes: what a recording (see
@@ -44,6 +48,7 @@ pub mod names {
     pub const WATCH: &str = "WATCH";
     pub const TIMELINE: &str = "TIMELINE";
     pub const RECORDING: &str = "RECORDING";
+    pub const JOB_CPU: &str = "JOB_CPU";
 
     pub const PROG_SCHED_SWITCH: &str = "sched_switch";
     pub const PROG_PROCESS_FORK: &str = "sched_process_fork";

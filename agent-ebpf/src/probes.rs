@@ -14,13 +14,13 @@ use aya_ebpf::{
     bindings::{BPF_NOEXIST, BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP},
     helpers::{bpf_get_current_pid_tgid, bpf_get_smp_processor_id, bpf_ktime_get_ns},
     macros::{map, tracepoint},
-    maps::{Array, HashMap, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::TracePointContext,
 };
 use cosched_agent_common::{
-    CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_SOCKETS, MAX_TASKS,
-    Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord, arrival_reported, episode,
-    event_flags, event_kind, in_spin_episode,
+    CpuSlot, DEFAULT_SPIN_GAP_NS, Drops, EVENT_RING_BYTES, Event, MAX_CPUS, MAX_JOB_CPU,
+    MAX_SOCKETS, MAX_TASKS, Settings, SockOwner, TIMELINE_RING_BYTES, TaskStats, TimelineRecord,
+    arrival_reported, episode, event_flags, event_kind, in_spin_episode,
     layout::{self, Field},
     timeline_kind, watch_flags,
 };
@@ -56,6 +56,36 @@ static TIMELINE: RingBuf = RingBuf::with_byte_size(TIMELINE_RING_BYTES, 0);
 /// switch costs nothing more and a managed one one array lookup.
 #[map]
 static RECORDING: Array<u32> = Array::with_max_entries(1, 0);
+
+/// job id -> on-CPU ns of the job's tasks' completed runs, per CPU (each CPU
+/// adds its own runs: no atomics; the agent sums the CPUs). The agent reads
+/// it at every gang slice switch for the quantum's utilisation: one lookup
+/// per job instead of one per task (a system call each, ~1.7 µs here). It
+/// deletes a job's entry when it reserves or finishes the job.
+#[map]
+static JOB_CPU: PerCpuHashMap<u32, u64> = PerCpuHashMap::with_max_entries(MAX_JOB_CPU, 0);
+
+/// Adds a completed run of `ns` to `job`'s CPU time on this CPU.
+#[inline(always)]
+fn add_job_cpu(job: u32, ns: u64) {
+    if job == 0 {
+        return;
+    }
+    if let Some(p) = JOB_CPU.get_ptr_mut(&job) {
+        // SAFETY: this CPU's own slot of the entry.
+        unsafe { *p += ns };
+        return;
+    }
+    // BPF_NOEXIST: an entry another CPU made meanwhile keeps its counts
+    // (an update would zero every other CPU's slot).
+    if JOB_CPU.insert(&job, &ns, BPF_NOEXIST as u64).is_err()
+        && let Some(p) = JOB_CPU.get_ptr_mut(&job)
+    {
+        // SAFETY: as above. (Neither: the map is full; the agent then
+        // reads the job task by task.)
+        unsafe { *p += ns };
+    }
+}
 
 /// Reads a tracepoint field straight from the trace record (a verified ctx
 /// load, cheaper than a probe-read helper call).
@@ -273,7 +303,9 @@ pub fn sched_switch(ctx: TracePointContext) -> u32 {
             end_spin(t, prev as u32, now, gap);
         }
         if t.run_start_ns != 0 {
-            t.oncpu_ns += now.saturating_sub(t.run_start_ns);
+            let ran = now.saturating_sub(t.run_start_ns);
+            t.oncpu_ns += ran;
+            add_job_cpu(t.job_id, ran);
         }
         t.run_start_ns = 0;
         t.on_cpu = 0;

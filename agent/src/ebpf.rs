@@ -7,7 +7,7 @@ use std::{
 use anyhow::{Context as _, bail};
 use aya::{
     Ebpf,
-    maps::{Array, HashMap, MapData, PerCpuArray, RingBuf},
+    maps::{Array, HashMap, MapData, PerCpuArray, PerCpuHashMap, RingBuf},
     programs::{TracePoint, trace_point::TracePointLinkId},
 };
 use cosched_agent_common::{
@@ -41,6 +41,7 @@ pub struct Probes {
     watch: HashMap<MapData, u32, u32>,
     timeline: RingBuf<MapData>,
     recording: Array<MapData, u32>,
+    job_cpu: PerCpuHashMap<MapData, u32, u64>,
     wait_detectors: Vec<WaitDetectorState>,
     /// The waiting detectors' (program, `syscalls` event) pairs.
     detector_hooks: Vec<Hook>,
@@ -180,6 +181,7 @@ impl Probes {
         let watch = HashMap::try_from(take(names::WATCH)?)?;
         let timeline = RingBuf::try_from(take(names::TIMELINE)?)?;
         let recording = Array::try_from(take(names::RECORDING)?)?;
+        let job_cpu = PerCpuHashMap::try_from(take(names::JOB_CPU)?)?;
         settings_map.set(0, &settings, 0)?;
         Ok(Self {
             ebpf,
@@ -192,6 +194,7 @@ impl Probes {
             watch,
             timeline,
             recording,
+            job_cpu,
             wait_detectors,
             detector_hooks,
             detector_links: Vec::new(),
@@ -358,6 +361,20 @@ impl Probes {
             Err(aya::maps::MapError::KeyNotFound) => Ok(None),
             Err(e) => Err(map_io(e)),
         }
+    }
+
+    /// On-CPU ns of a job's completed runs, summed over the CPUs (None: no
+    /// entry, see the `JOB_CPU` map).
+    pub fn job_cpu_ns(&self, job: u32) -> io::Result<Option<u64>> {
+        match self.job_cpu.get(&job, 0) {
+            Ok(per_cpu) => Ok(Some(per_cpu.iter().sum())),
+            Err(aya::maps::MapError::KeyNotFound) => Ok(None),
+            Err(e) => Err(map_io(e)),
+        }
+    }
+
+    pub fn forget_job_cpu(&mut self, job: u32) -> io::Result<()> {
+        absent_ok(self.job_cpu.remove(&job))
     }
 
     pub fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>> {

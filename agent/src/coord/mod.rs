@@ -5,11 +5,12 @@
 //! - [`link`]: the connection task (handshake, `Register`, heartbeats both
 //!   ways, reconnects), counting refused frames by reason.
 //! - [`node`]: the node's side of the protocol between link and engine.
-//! - [`switch`], [`classes`], [`quantum`], [`exits`], [`spec`]: its pure
-//!   decisions (when and how to apply a slice or a division, what the BE/RT
-//!   policies ask of the class overlay, frame reports, per-quantum
-//!   utilisation, exit reporting, `LaunchJob` to job spec).
-//! - [`timer`]: the precise switch timer thread.
+//! - [`switch`], [`classes`], [`quantum`], [`exits`], [`spec`],
+//!   [`deadlines`]: its pure decisions (when and how to apply a slice or a
+//!   division, what the BE/RT policies ask of the class overlay, frame
+//!   reports, per-quantum utilisation, exit reporting, `LaunchJob` to job
+//!   spec, which armed switch is due).
+//! - [`timer`]: the precise switch timer (a timerfd on the event loop).
 //! - [`metrics`]: the link's Prometheus metrics.
 //!
 //! Conventions shared with the coordinator: after `Register` the agent sends
@@ -21,6 +22,7 @@
 //! A `SwitchSlice` without rows ends gang mode.
 pub mod classes;
 pub mod config;
+pub mod deadlines;
 pub mod exits;
 pub mod link;
 pub mod metrics;

@@ -99,10 +99,13 @@ enum Due {
     Division(SwitchDivision),
 }
 
-/// The receivers the daemon's main loop selects on.
+/// What the daemon's main loop selects on.
 pub struct CoordReceivers {
     pub link: UnboundedReceiver<LinkEvent>,
-    pub switches: UnboundedReceiver<u64>,
+    /// The switch timer's fd (owned by the node's timer, which outlives
+    /// the loop): readable when a switch is due, then call
+    /// [`CoordNode::on_switch_timer`].
+    pub switch_fd: std::os::fd::RawFd,
 }
 
 pub struct CoordNode {
@@ -161,8 +164,8 @@ impl CoordNode {
             tracing::warn!("{warning}");
         }
         let secret = coordinator.load_secret().map_err(anyhow::Error::msg)?;
-        let (fired_tx, switches) = tokio::sync::mpsc::unbounded_channel();
-        let timer = SwitchTimer::spawn(fired_tx, config.agent_priority)?;
+        let timer = SwitchTimer::new()?;
+        let switch_fd = timer.raw_fd();
         let (link, link_events) = link::spawn(
             LinkConfig {
                 address: coordinator.address.clone(),
@@ -183,7 +186,7 @@ impl CoordNode {
             node,
             CoordReceivers {
                 link: link_events,
-                switches,
+                switch_fd,
             },
         ))
     }
@@ -277,7 +280,9 @@ impl CoordNode {
         self.peer = None;
         self.metrics.connected.set(0);
         self.metrics.link_events.with_label_values(&["down"]).inc();
-        self.pending.clear();
+        for (token, _) in std::mem::take(&mut self.pending) {
+            self.timer.cancel(token);
+        }
         self.last_applied = None;
         self.schedule = None;
         self.last_division = None;
@@ -504,11 +509,17 @@ impl CoordNode {
         self.exits.record(exit, sent);
     }
 
-    /// Forgets the schedule and its armed slice.
+    /// Forgets the schedule and its armed slice (which then never fires).
     fn drop_schedule(&mut self) {
         self.schedule = None;
-        self.pending
-            .retain(|_, due| !matches!(due, Due::Scheduled(_)));
+        let timer = &mut self.timer;
+        self.pending.retain(|&token, due| {
+            let keep = !matches!(due, Due::Scheduled(_));
+            if !keep {
+                timer.cancel(token);
+            }
+            keep
+        });
     }
 
     /// A `SliceSchedule`: it replaces the current one from its first slice,
@@ -623,8 +634,29 @@ impl CoordNode {
         actions
     }
 
+    /// The switch timer's fd is readable: apply the switches now due, in
+    /// the order of their instants.
+    pub fn on_switch_timer(&mut self) -> Vec<Action> {
+        let mut actions = Vec::new();
+        for token in self.timer.take_due(monotonic_ns()) {
+            actions.extend(self.on_switch_due(token));
+        }
+        actions
+    }
+
+    /// How many switches are armed on the timer.
+    pub fn armed_switches(&self) -> usize {
+        self.timer.armed()
+    }
+
+    /// Blocks until a switch is due (tests: no event loop).
+    #[cfg(test)]
+    pub fn wait_for_switch_timer(&self) {
+        self.timer.wait();
+    }
+
     /// The timer fired `token`: apply its switch now.
-    pub fn on_switch_due(&mut self, token: u64) -> Vec<Action> {
+    fn on_switch_due(&mut self, token: u64) -> Vec<Action> {
         match self.pending.remove(&token) {
             Some(Due::Slice(switch)) => self.apply(switch),
             Some(Due::Scheduled(switch)) => {
@@ -899,11 +931,7 @@ impl CoordNode {
             }
             return;
         }
-        let cpu: BTreeMap<JobId, f64> = self
-            .jobs
-            .keys()
-            .filter_map(|&job| engine.job_cpu_seconds(job, now_ns).map(|cpu| (job, cpu)))
-            .collect();
+        let cpu = engine.jobs_cpu_seconds(self.jobs.keys().copied(), now_ns);
         let active: BTreeSet<JobId> = switch.active_jobs.iter().copied().collect();
         let end = self
             .quanta

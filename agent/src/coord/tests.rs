@@ -30,7 +30,6 @@ struct Harness {
     engine: Engine<FakeKernel>,
     node: CoordNode,
     sent: UnboundedReceiver<Message>,
-    fired: UnboundedReceiver<u64>,
 }
 
 /// The link up with a coordinator of this build's protocol.
@@ -61,14 +60,12 @@ fn harness_with(extra: &str) -> Harness {
     )
     .unwrap();
     let (link, sent) = LinkHandle::detached();
-    let (fired_tx, fired) = tokio::sync::mpsc::unbounded_channel();
-    let timer = SwitchTimer::spawn(fired_tx, 0).unwrap();
+    let timer = SwitchTimer::new().unwrap();
     let metrics = CoordMetrics::register(&prometheus::Registry::new()).unwrap();
     Harness {
         engine,
         node: CoordNode::new(&coordinator, link, timer, metrics, 1),
         sent,
-        fired,
     }
 }
 
@@ -140,8 +137,9 @@ impl Harness {
 
     /// Waits for the switch timer, then applies what it fired.
     fn fire_timer(&mut self) -> Vec<Action> {
-        let token = self.fired.blocking_recv().expect("the timer fires");
-        let actions = self.node.on_switch_due(token);
+        assert!(self.node.armed_switches() > 0, "nothing armed would fire");
+        self.node.wait_for_switch_timer();
+        let actions = self.node.on_switch_timer();
         super::apply_to_engine(&mut self.node, &mut self.engine, actions)
     }
 
@@ -919,10 +917,11 @@ fn a_switch_slice_replaces_the_schedule_and_its_armed_slice_is_dropped() {
         &[&[7]],
         1,
     ));
+    assert_eq!(h.node.armed_switches(), 1);
     h.switch_now(10, &[8]);
     assert_eq!(h.active(), HashSet::from([8]));
-    // The schedule's armed slice fires and changes nothing.
-    assert!(h.fire_timer().is_empty());
+    // The schedule's armed slice is cancelled: it never wakes the agent.
+    assert_eq!(h.node.armed_switches(), 0);
     assert_eq!(h.active(), HashSet::from([8]));
     assert_eq!(h.reported_slices(), [10]);
 }
@@ -941,8 +940,9 @@ fn a_schedule_re_announced_from_a_slice_already_switched_goes_on_from_the_next()
     // The coordinator's estimate of this clock moved: the same slices, now
     // half a slice later, and job 8 instead.
     h.message(schedule(5, now + slice_ns / 2, slice_ns, &[&[8]], 1));
-    // The old schedule's armed slice 6 fires first: dropped.
-    assert!(h.fire_timer().is_empty());
+    // The old schedule's armed slice 6 was cancelled: the next to fire
+    // is the new schedule's slice 6.
+    assert_eq!(h.node.armed_switches(), 1);
     h.fire_timer();
     assert_eq!(h.active(), HashSet::from([8]));
     assert_eq!(h.reported_slices(), [5, 6]);
@@ -964,6 +964,6 @@ fn losing_the_coordinator_drops_the_schedule() {
     h.event(LinkEvent::Down {
         reason: "test".into(),
     });
-    assert!(h.fire_timer().is_empty());
+    assert_eq!(h.node.armed_switches(), 0, "nothing left to fire");
     assert!(h.engine.gang().is_none());
 }

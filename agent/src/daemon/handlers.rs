@@ -136,11 +136,11 @@ impl<K: Kernel> Daemon<K> {
         self.run_coordinator_actions(actions);
     }
 
-    pub fn on_switch_due(&mut self, token: u64) {
+    pub fn on_switch_timer(&mut self) {
         let Some(node) = &mut self.coord else {
             return;
         };
-        let actions = node.on_switch_due(token);
+        let actions = node.on_switch_timer();
         self.run_coordinator_actions(actions);
     }
 

@@ -185,7 +185,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
     let mut sighup = signal(SignalKind::hangup())?;
 
     let mut d = Daemon::new(engine, config_path, internal_tx);
-    let (mut link_rx, mut switch_rx) = match cfg.coordinator.clone() {
+    let (mut link_rx, switch_fd) = match cfg.coordinator.clone() {
         Some(coordinator) => {
             let (node, receivers) = CoordNode::start(
                 &cfg,
@@ -197,8 +197,14 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             .context("starting the coordinator link")?;
             tracing::info!(coordinator = %coordinator.address, "joining the coordinator");
             d.coord = Some(node);
-            let CoordReceivers { link, switches } = receivers;
-            (Some(link), Some(switches))
+            let CoordReceivers { link, switch_fd } = receivers;
+            // SAFETY: the timerfd belongs to the node's timer, which lives
+            // in `d` until the loop below ends; it is read only by the timer.
+            let switch_fd = unsafe {
+                AsyncFd::register_with_interest(Fd(switch_fd), tokio::io::Interest::READABLE)
+            }
+            .map_err(|e| anyhow::anyhow!("registering the switch timer: {e}"))?;
+            (Some(link), Some(switch_fd))
         }
         None => (None, None),
     };
@@ -267,7 +273,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             }
             _ = policy_timer => Wake::PolicyTick,
             _ = record_timer => Wake::Record,
-            Some(token) = recv_opt(&mut switch_rx) => Wake::Switch(token),
+            () = switch_due(switch_fd.as_ref()) => Wake::Switch,
             Some(event) = recv_opt(&mut link_rx) => Wake::Link(event),
             _ = tokio::time::sleep_until(poll_at) => Wake::Poll,
         };
@@ -275,8 +281,8 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         // SIGCONT must not wait for the records below. A task forked since
         // the last pass is then realised when its record is taken, under
         // the new slice.
-        if let Wake::Switch(token) = woke {
-            d.on_switch_due(token);
+        if let Wake::Switch = woke {
+            d.on_switch_timer();
         }
         // Records queued without a wakeup (forks, exits, batches) and
         // records that came while the last pass ran are taken now, whatever
@@ -289,7 +295,7 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
             Wake::UserRequest(req, peer, reply) => d.handle_user(req, peer, reply),
             Wake::Internal(msg) => d.on_internal(msg),
             // Acted on before the drain.
-            Wake::Switch(_) => {}
+            Wake::Switch => {}
             Wake::Link(event) => d.on_link_event(event),
             Wake::Poll => d.poll(),
             Wake::Ring | Wake::PolicyTick | Wake::Record => {}
@@ -354,9 +360,25 @@ enum Wake {
     Ring,
     PolicyTick,
     Record,
-    Switch(u64),
+    Switch,
     Link(crate::coord::link::LinkEvent),
     Poll,
+}
+
+/// Waits until the switch timer's fd is readable (forever without a
+/// coordinator); its readiness is cleared here, the timer reads the fd.
+async fn switch_due(fd: Option<&AsyncFd<Fd>>) {
+    match fd {
+        Some(fd) => match fd.readable().await {
+            Ok(mut guard) => guard.clear_ready(),
+            // Never with a registered timerfd; do not spin on it.
+            Err(e) => {
+                tracing::error!("switch timer: {e}");
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// The next item of an optional channel; never, without one.

@@ -27,6 +27,8 @@ impl<K: Kernel> Engine<K> {
             self.check_below_agent(s)?;
         }
         self.reg.add_job(id, name, rank, sched, self.cfg.max_jobs)?;
+        // A counter left by an earlier job of this id would count for it.
+        self.forget_job_cpu(id);
         self.update_own_priority();
         Ok(())
     }
@@ -43,6 +45,14 @@ impl<K: Kernel> Engine<K> {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Drops the eBPF side's per-job CPU counter of `id` (see
+    /// `engine/job_cpu.rs`).
+    fn forget_job_cpu(&mut self, id: JobId) {
+        if let Err(e) = self.k.forget_job_cpu(id) {
+            tracing::warn!(job = id, "dropping the job's CPU counter: {e}");
+        }
     }
 
     /// A job's own real-time priority must stay below the agent's (and the
@@ -79,6 +89,7 @@ impl<K: Kernel> Engine<K> {
             self.cfg.finished_retention,
         );
         let _ = self.reg.forget(id);
+        self.forget_job_cpu(id);
         self.metrics.managed_tasks.set(self.reg.task_count() as i64);
         self.update_own_priority();
     }
@@ -362,6 +373,8 @@ impl<K: Kernel> Engine<K> {
                     signal: None,
                 });
             self.rt_job_ended(id);
+            // Its tasks are gone; a finished job's CPU is the registry's.
+            self.forget_job_cpu(id);
             for dropped in self.reg.finish(id, state, self.cfg.finished_retention) {
                 self.metrics.remove_job(dropped, "");
             }

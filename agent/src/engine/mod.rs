@@ -18,6 +18,7 @@ mod events;
 pub mod execute;
 mod export;
 mod gang;
+mod job_cpu;
 mod jobs;
 pub mod plan;
 mod realise;
@@ -275,7 +276,9 @@ impl<K: Kernel> Engine<K> {
     }
 
     /// CPU seconds a job's tasks used so far, read now from the eBPF
-    /// counters (the registry's totals are only refreshed every poll).
+    /// side's per-task counters (the registry's totals are only refreshed
+    /// every poll). [`Engine::jobs_cpu_seconds`] reads several jobs with
+    /// fewer system calls.
     pub fn job_cpu_seconds(&self, job: JobId, now_ns: u64) -> Option<f64> {
         let record = self.reg.job(job)?;
         if record.state != JobState::Running {

@@ -54,6 +54,9 @@ pub struct FakeKernel {
     pub tasks: BTreeMap<u32, FakeTask>,
     pub tracked: BTreeMap<u32, TaskStats>,
     pub cpus: BTreeMap<u32, CpuSlot>,
+    /// The eBPF side's per-job CPU counters (completed runs, ns); tests
+    /// set them.
+    pub job_cpu: BTreeMap<u32, u64>,
     pub events: VecDeque<Event>,
     /// Whether the eBPF side records a timeline.
     pub recording: bool,
@@ -393,6 +396,15 @@ impl Kernel for FakeKernel {
 
     fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>> {
         Ok(self.tracked.get(&tid).copied())
+    }
+
+    fn job_cpu_ns(&self, job: u32) -> io::Result<Option<u64>> {
+        Ok(self.job_cpu.get(&job).copied())
+    }
+
+    fn forget_job_cpu(&mut self, job: u32) -> io::Result<()> {
+        self.job_cpu.remove(&job);
+        Ok(())
     }
 
     fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>> {

@@ -375,6 +375,14 @@ impl Kernel for Linux {
         self.probes.task_stat(tid)
     }
 
+    fn job_cpu_ns(&self, job: u32) -> io::Result<Option<u64>> {
+        self.probes.job_cpu_ns(job)
+    }
+
+    fn forget_job_cpu(&mut self, job: u32) -> io::Result<()> {
+        self.probes.forget_job_cpu(job)
+    }
+
     fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>> {
         self.probes.task_stats()
     }

@@ -161,6 +161,11 @@ pub trait Kernel: TaskControl + FrameCounters {
     fn task_stat(&self, tid: u32) -> io::Result<Option<TaskStats>>;
     /// Current counters of every tracked task.
     fn task_stats(&self) -> io::Result<Vec<(u32, TaskStats)>>;
+    /// On-CPU ns of the completed runs of a job's tasks, all CPUs, from
+    /// the eBPF side's per-job counter (None: it has none for the job).
+    fn job_cpu_ns(&self, job: u32) -> io::Result<Option<u64>>;
+    /// Drops a job's per-job counter (the job id starts afresh).
+    fn forget_job_cpu(&mut self, job: u32) -> io::Result<()>;
     /// Who runs on each CPU.
     fn cpu_slots(&self, cpus: &[u32]) -> io::Result<Vec<(u32, CpuSlot)>>;
     /// Take the events queued by the eBPF programs (non-blocking).

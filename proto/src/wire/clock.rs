@@ -15,8 +15,8 @@ pub fn monotonic_ns() -> u64 {
 }
 
 /// Sleeps until `at_ns` on CLOCK_MONOTONIC (absolute, so never early; a
-/// signal does not cut it short). The slice switch timers of the agent and
-/// of the scale harness's stand-ins.
+/// signal does not cut it short). The slice switch timer of the scale
+/// harness's stand-ins (the agent's waits on a timerfd in its event loop).
 pub fn sleep_until(at_ns: u64) {
     let deadline = libc::timespec {
         tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
@@ -69,6 +69,22 @@ impl ClockSample {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sleeps_until_the_absolute_deadline() {
+        let target = monotonic_ns() + 3_000_000;
+        sleep_until(target);
+        let woke = monotonic_ns();
+        assert!(woke >= target, "woke {} ns early", target - woke);
+        assert!(woke - target < 50_000_000, "woke {} ns late", woke - target);
+    }
+
+    #[test]
+    fn past_deadlines_return_at_once() {
+        let start = monotonic_ns();
+        sleep_until(start.saturating_sub(1_000_000));
+        assert!(monotonic_ns() - start < 50_000_000);
+    }
 
     #[test]
     fn symmetric_delay_gives_exact_offset() {

@@ -6,6 +6,7 @@ use super::*;
 use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 
 mod attach;
+mod job_cpu;
 mod lifecycle;
 mod reactions;
 mod record;
