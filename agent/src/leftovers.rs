@@ -305,10 +305,12 @@ mod tests {
             .read_line(&mut line)
             .unwrap();
         let scrubbed: u32 = line.trim().parse().unwrap();
-        // Until `env -i` has exec'd sleep, the child still shows the rank.
+        // Until `env -i` has exec'd sleep, the child still shows the rank;
+        // while it execs, its environ may not be readable at all: wait for
+        // a readable environ without the rank.
         let started = Instant::now();
-        while fs::read(format!("/proc/{scrubbed}/environ"))
-            .is_ok_and(|environ| names_rank(&environ, &by, RANK))
+        while !fs::read(format!("/proc/{scrubbed}/environ"))
+            .is_ok_and(|environ| !names_rank(&environ, &by, RANK))
         {
             assert!(
                 started.elapsed() < Duration::from_secs(5),
