@@ -220,24 +220,13 @@ pub fn admit_probabilistic(
     params: &ProbabilisticParams,
 ) -> Result<RtPlacement, Rejection> {
     check_spread(ledger, job)?;
-    let population = params.population(ledger);
-    let mut loads = node_estimates(ledger, model, params, population.as_ref());
     let mut taken = Taken::new(ledger);
-    let mut nodes = vec![0; job.processes()];
-    for process in job.heaviest_first() {
-        let node = lowest_expected(&loads, &taken)
+    let nodes = place_each(ledger, job, model, params, false, |_, loads| {
+        let node = lowest_expected(loads, &taken)
             .ok_or(Rejection::Allocation(AllocationError::NoNodes))?;
-        let candidate =
-            params.estimate(&job.process_spec(process), None, population.as_ref(), model);
-        let mut with = loads[node];
-        with.add(candidate);
-        if !params.fits(&with, model) {
-            return Err(overload(job, process, node, &with, params, model, false));
-        }
-        loads[node] = with;
         taken.take(node);
-        nodes[process] = node;
-    }
+        Ok(node)
+    })?;
     Ok(RtPlacement { job: job.id, nodes })
 }
 
@@ -250,20 +239,39 @@ pub(crate) fn check_probabilistic_in_place(
     params: &ProbabilisticParams,
     nodes: &[usize],
 ) -> Result<(), Rejection> {
+    place_each(ledger, job, model, params, true, |process, _| {
+        Ok(nodes[process])
+    })
+    .map(|_| ())
+}
+
+/// Adds `job`'s processes, heaviest first, each to the node `node_of`
+/// chooses (given the nodes' loads so far), refusing the first that makes
+/// its node's load not fit; the nodes chosen, by process.
+fn place_each(
+    ledger: &ClassLedger,
+    job: &RtJob,
+    model: &RtLoadModel,
+    params: &ProbabilisticParams,
+    in_place: bool,
+    mut node_of: impl FnMut(usize, &[LoadEstimate]) -> Result<usize, Rejection>,
+) -> Result<Vec<usize>, Rejection> {
     let population = params.population(ledger);
     let mut loads = node_estimates(ledger, model, params, population.as_ref());
+    let mut nodes = vec![0; job.processes()];
     for process in job.heaviest_first() {
-        let node = nodes[process];
+        let node = node_of(process, &loads)?;
         let candidate =
             params.estimate(&job.process_spec(process), None, population.as_ref(), model);
         let mut with = loads[node];
         with.add(candidate);
         if !params.fits(&with, model) {
-            return Err(overload(job, process, node, &with, params, model, true));
+            return Err(overload(job, process, node, &with, params, model, in_place));
         }
         loads[node] = with;
+        nodes[process] = node;
     }
-    Ok(())
+    Ok(nodes)
 }
 
 fn overload(
