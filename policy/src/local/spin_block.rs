@@ -99,9 +99,8 @@ pub struct SpinBlockParams {
     /// one task to pick), and a block only adds its costs: the demotion,
     /// the boosted wake that preempts the other job, agent wake-ups
     /// (docs/benchmarks.md, "SB at MPL 2" and "(session 16)"). Default
-    /// false for now: measured better than the fixed threshold at two jobs
-    /// per CPU and the same at three, but the agent's and the root tests
-    /// were not yet run with it on (the next step before it is the default).
+    /// true: measured better than the fixed threshold at two jobs per CPU
+    /// and the same at three.
     pub mpl_aware: bool,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
@@ -120,7 +119,7 @@ impl Default for SpinBlockParams {
             max_block_us: 100_000,
             adapt_threshold: false,
             max_spin_threshold_us: 4_000,
-            mpl_aware: false,
+            mpl_aware: true,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
         }

@@ -278,7 +278,8 @@ fn fcs_class_demotion_is_not_a_wait_so_its_arrivals_do_not_wake_the_agent() {
 
 #[test]
 fn spinner_blocked_past_its_threshold_has_its_arrivals_reported() {
-    let mut e = engine_with("sb");
+    // The fixed threshold: the block mechanism, not when MPL-aware SB uses it.
+    let mut e = engine_configured("policy = \"sb\"\n[sb]\nmpl_aware = false");
     e.k.spawn(100, SchedAttr::other(0));
     e.adopt(1, "spinner", &[100], None).unwrap();
     e.k.now = 1_000_000_000;

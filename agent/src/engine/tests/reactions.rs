@@ -80,12 +80,11 @@ fn preempted_spinner_is_boosted_on_arrival_and_the_reaction_is_recorded() {
     assert_eq!(e.metrics.reaction_latency.get_sample_count(), 1);
 }
 
-/// SB: a rank that has spun its threshold between two quiet ticks is
-/// reported by the eBPF side (`SPIN_LONG`) and demoted then, not at the
-/// next tick; SB's threshold is what the agent asks the eBPF side for.
-#[test]
-fn spinner_reported_past_its_threshold_is_blocked_at_once() {
-    let mut e = engine_with("sb");
+/// SB: a rank that has spun its threshold between two quiet ticks, next to
+/// one other job's task, is reported by the eBPF side (`SPIN_LONG`); the
+/// engine as configured by `extra` has then just drained that report.
+fn sb_spinner_reported_past_its_threshold(extra: &str) -> Engine<FakeKernel> {
+    let mut e = engine_configured(&format!("policy = \"sb\"\n{extra}"));
     assert_eq!(e.k.settings.spin_report_ns, 500_000, "SB's threshold");
     e.k.spawn(100, SchedAttr::other(0));
     e.k.spawn(200, SchedAttr::other(0));
@@ -121,10 +120,32 @@ fn spinner_reported_past_its_threshold_is_blocked_at_once() {
         arg: 500_000,
     });
     e.drain_events();
+    e
+}
+
+/// With the fixed threshold (`mpl_aware = false`) the report demotes the
+/// spinner at once, not at the next tick.
+#[test]
+fn spinner_reported_past_its_threshold_is_blocked_at_once() {
+    let e = sb_spinner_reported_past_its_threshold("[sb]\nmpl_aware = false");
     assert_eq!(
         e.k.attr(100).policy,
         SchedPolicy::Idle,
         "demoted at the report"
+    );
+}
+
+/// By default (`mpl_aware`) a spinner with only one other task for its CPU
+/// is not blocked at the threshold: the report itself lets the kernel hand
+/// the CPU over, and a block would only add its costs.
+#[test]
+fn by_default_a_spinner_next_to_one_other_task_is_not_blocked_at_its_threshold() {
+    let e = sb_spinner_reported_past_its_threshold("");
+    assert_eq!(e.k.attr(100), SchedAttr::other(0), "left to the kernel");
+    assert_eq!(
+        e.k.watched.get(&100).copied().unwrap_or(0) & watch_flags::HELD,
+        0,
+        "not held until a message"
     );
 }
 
