@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from causes import CAUSES, cause
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 US = 1000
@@ -157,8 +159,8 @@ def markdown(rows):
         key = (r["bench"], r["workload"], r["mpl"], r["policy"], r["slice_ms"] or 0)
         cells.setdefault(key, []).append(r)
     out = [
-        "| bench | workload | MPL | policy | slice ms | measured | simulated | sim/measured | within ±10 % |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| bench | workload | MPL | policy | slice ms | measured | simulated | sim/measured | within ±10 % | cause |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(cells):
         rs = cells[key]
@@ -169,7 +171,8 @@ def markdown(rows):
         ok = sum(abs(x - 1) <= 0.1 for x in ratios)
         rr = f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}..{hi:.2f}"
         b, w, mpl, pol, sl = key
-        out.append(f"| {b} | {w} | {mpl} | {pol} | {sl or ''} | {m} | {s} | {rr} | {ok}/{len(rs)} |")
+        why = ", ".join(sorted({CAUSES[c].split()[0] for c in map(cause, rs) if c}, key=lambda c: int(c[1:])))
+        out.append(f"| {b} | {w} | {mpl} | {pol} | {sl or ''} | {m} | {s} | {rr} | {ok}/{len(rs)} | {why} |")
     return "\n".join(out)
 
 
