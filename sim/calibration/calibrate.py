@@ -118,7 +118,7 @@ def measured_cells():
     return cells
 
 
-def simulate(sim, key, cell, seed, tmp):
+def simulate(sim, key, cell, seed, tmp, config):
     bench, workload, policy, mpl, slice_ms = key
     labels = list(cell["jobs"])
     specs, index = specs_for(labels)
@@ -130,7 +130,7 @@ def simulate(sim, key, cell, seed, tmp):
         glob, local = GANG_MODES[policy]
     cmd = [
         sim,
-        "--config", os.path.join(HERE, "machine.toml"),
+        "--config", config,
         "--jobs-json", jobs_path,
         "--global", glob,
         "--local", local,
@@ -184,6 +184,7 @@ def main():
     ap.add_argument("--policies", default="")
     ap.add_argument("--jobs", type=int, default=1, help="simulations run at once")
     ap.add_argument("--out")
+    ap.add_argument("--config", default=os.path.join(HERE, "machine.toml"), help="the machine model")
     ap.add_argument("--table", help="print the markdown table of an earlier --out file")
     args = ap.parse_args()
     if args.table:
@@ -201,7 +202,7 @@ def main():
         max(1, args.jobs)
     ) as pool:
         futures = [
-            [pool.submit(simulate, args.sim, key, cell, seed, tmp) for seed in range(1, args.seeds + 1)]
+            [pool.submit(simulate, args.sim, key, cell, seed, tmp, args.config) for seed in range(1, args.seeds + 1)]
             for key, cell in cells
         ]
         for (key, cell), fs in zip(cells, futures):
