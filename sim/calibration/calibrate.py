@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from causes import CAUSES, cause
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 US = 1000
@@ -116,7 +118,7 @@ def measured_cells():
     return cells
 
 
-def simulate(sim, key, cell, seed, tmp):
+def simulate(sim, key, cell, seed, tmp, config):
     bench, workload, policy, mpl, slice_ms = key
     labels = list(cell["jobs"])
     specs, index = specs_for(labels)
@@ -128,7 +130,7 @@ def simulate(sim, key, cell, seed, tmp):
         glob, local = GANG_MODES[policy]
     cmd = [
         sim,
-        "--config", os.path.join(HERE, "machine.toml"),
+        "--config", config,
         "--jobs-json", jobs_path,
         "--global", glob,
         "--local", local,
@@ -157,8 +159,8 @@ def markdown(rows):
         key = (r["bench"], r["workload"], r["mpl"], r["policy"], r["slice_ms"] or 0)
         cells.setdefault(key, []).append(r)
     out = [
-        "| bench | workload | MPL | policy | slice ms | measured | simulated | sim/measured | within ±10 % |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| bench | workload | MPL | policy | slice ms | measured | simulated | sim/measured | within ±10 % | cause |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(cells):
         rs = cells[key]
@@ -169,7 +171,8 @@ def markdown(rows):
         ok = sum(abs(x - 1) <= 0.1 for x in ratios)
         rr = f"{lo:.2f}" if abs(hi - lo) < 0.005 else f"{lo:.2f}..{hi:.2f}"
         b, w, mpl, pol, sl = key
-        out.append(f"| {b} | {w} | {mpl} | {pol} | {sl or ''} | {m} | {s} | {rr} | {ok}/{len(rs)} |")
+        why = ", ".join(sorted({CAUSES[c].split()[0] for c in map(cause, rs) if c}, key=lambda c: int(c[1:])))
+        out.append(f"| {b} | {w} | {mpl} | {pol} | {sl or ''} | {m} | {s} | {rr} | {ok}/{len(rs)} | {why} |")
     return "\n".join(out)
 
 
@@ -181,6 +184,7 @@ def main():
     ap.add_argument("--policies", default="")
     ap.add_argument("--jobs", type=int, default=1, help="simulations run at once")
     ap.add_argument("--out")
+    ap.add_argument("--config", default=os.path.join(HERE, "machine.toml"), help="the machine model")
     ap.add_argument("--table", help="print the markdown table of an earlier --out file")
     args = ap.parse_args()
     if args.table:
@@ -198,7 +202,7 @@ def main():
         max(1, args.jobs)
     ) as pool:
         futures = [
-            [pool.submit(simulate, args.sim, key, cell, seed, tmp) for seed in range(1, args.seeds + 1)]
+            [pool.submit(simulate, args.sim, key, cell, seed, tmp, args.config) for seed in range(1, args.seeds + 1)]
             for key, cell in cells
         ]
         for (key, cell), fs in zip(cells, futures):

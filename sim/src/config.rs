@@ -34,6 +34,13 @@ pub struct ClusterParams {
     /// is switched out and the scheduler picks again afterwards (a
     /// real-time task is not interrupted).
     pub noise_ns: Ns,
+    /// The share of interruptions that are long ones (`noise_long_ns`
+    /// instead of `noise_ns`): most other work on this machine takes tens
+    /// of µs (kernel threads, daemons), a few take milliseconds. 0: every
+    /// interruption takes `noise_ns`.
+    pub noise_long_share: f64,
+    /// CPU time of a long interruption.
+    pub noise_long_ns: Ns,
     /// Seed of the tick phases and the noise.
     pub seed: u64,
     /// A woken task preempts a time-sharing task that has run this much more
@@ -108,6 +115,8 @@ impl Default for ClusterParams {
             tick_phase: TickPhase::Aligned,
             noise_per_s: 0.0,
             noise_ns: 0,
+            noise_long_share: 0.0,
+            noise_long_ns: 0,
             seed: 1,
             wakeup_granularity_ns: 1_000_000,
             sleeper_credit_ns: 3_000_000,

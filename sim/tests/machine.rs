@@ -73,6 +73,33 @@ fn other_work_takes_cpu_time_from_a_lone_compute_job() {
 }
 
 #[test]
+fn a_share_of_the_interruptions_is_long_and_the_rest_short() {
+    // Other work on this machine is mostly tens of µs with a few
+    // interruptions of milliseconds (the benches' own timelines): every
+    // interruption takes one of the two lengths, the long one at its share.
+    let mut cfg = config(1, GlobalMode::Local, PolicyKind::Local);
+    let job = || vec![JobSpec::simple(0, 0, 1, 1, 2_000 * MS, Pattern::None)];
+    cfg.cluster.noise_per_s = 200.0;
+    cfg.cluster.noise_ns = 20 * US;
+    cfg.cluster.noise_long_share = 0.1;
+    cfg.cluster.noise_long_ns = 2 * MS;
+    let ex = run(cfg.clone(), job());
+    let (n, total) = (ex.model.counters.noise, ex.model.counters.noise_ns);
+    let long = (total - n * 20 * US) / (2 * MS - 20 * US);
+    assert_eq!(total, long * 2 * MS + (n - long) * 20 * US);
+    assert!(n > 200, "{n} interruptions in over 2 s at 200/s");
+    assert!(
+        (n / 20..=n / 5).contains(&long),
+        "{long} long of {n}, share 0.1"
+    );
+    // Without a long share every interruption is short.
+    cfg.cluster.noise_long_share = 0.0;
+    let ex = run(cfg, job());
+    let (n, total) = (ex.model.counters.noise, ex.model.counters.noise_ns);
+    assert_eq!(total, n * 20 * US);
+}
+
+#[test]
 fn other_work_does_not_interrupt_a_boosted_task() {
     // Run two spinning rings under DCS until a boosted (SCHED_FIFO) rank
     // holds a CPU, then let other work arrive on that CPU: normal-priority

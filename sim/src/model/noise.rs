@@ -34,7 +34,14 @@ impl Cluster {
             self.counters.noise_held_off += 1;
             return;
         }
-        let cost = self.config.cluster.noise_ns;
+        let c = &self.config.cluster;
+        // Drawn only with long interruptions configured, so runs without
+        // them keep their random sequence.
+        let cost = if c.noise_long_share > 0.0 && self.rng.chance(c.noise_long_share) {
+            c.noise_long_ns
+        } else {
+            c.noise_ns
+        };
         self.counters.noise += 1;
         self.counters.noise_ns += cost;
         self.interrupt(node, cpu, cost, cal);
