@@ -83,6 +83,9 @@ fn spin_block_hears_a_long_spin_when_it_passes_the_threshold() {
     cfg.sched.mpl = 2;
     cfg.sched.local.sb.spin_threshold_us = 200;
     cfg.sched.local.sb.wake_boost = true;
+    // The fixed threshold: MPL-aware SB leaves a spinner next to one other
+    // task alone up to its 4 ms bound, past these 2 ms waits.
+    cfg.sched.local.sb.mpl_aware = false;
     let mut jobs = fine_jobs(2, 300);
     // Rank 1 computes longer: rank 0 waits 2 ms each iteration.
     jobs.iter_mut()
@@ -104,6 +107,9 @@ fn a_spin_longer_than_the_spin_gap_is_one_episode_and_passes_a_longer_threshold(
     cfg.sched.mpl = 2;
     cfg.sched.local.sb.spin_threshold_us = 500;
     cfg.sched.local.sb.wake_boost = true;
+    // The fixed threshold: MPL-aware SB leaves a spinner next to one other
+    // task alone up to its 4 ms bound, past these 2 ms waits.
+    cfg.sched.local.sb.mpl_aware = false;
     assert!(cfg.cluster.spin_gap_ns < 500 * US);
     let mut jobs = fine_jobs(2, 300);
     // Rank 1 computes longer: rank 0 waits 2 ms each iteration.

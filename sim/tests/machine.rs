@@ -105,7 +105,7 @@ fn other_work_does_not_interrupt_a_boosted_task() {
     // holds a CPU, then let other work arrive on that CPU: normal-priority
     // work cannot preempt a real-time task, so the rank keeps the CPU.
     let mut cfg = config(2, GlobalMode::Local, PolicyKind::Dcs);
-    cfg.sched.local.dcs.end_on_wait = false;
+    cfg.sched.local.dcs.end_on_wait = Some(false);
     cfg.cluster.noise_ns = 20 * US;
     let jobs = vec![
         JobSpec::simple(0, 0, 2, 400, 200 * US, Pattern::Ring),

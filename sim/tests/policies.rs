@@ -66,6 +66,9 @@ fn spin_block_demotes_long_spinners_through_the_policy_crate() {
     let mut cfg = config(2, GlobalMode::Local, PolicyKind::Sb);
     cfg.sched.mpl = 2;
     cfg.sched.local.sb.spin_threshold_us = 200;
+    // The fixed threshold: MPL-aware SB leaves a spinner next to one other
+    // task alone up to its 4 ms bound, past these 2 ms waits.
+    cfg.sched.local.sb.mpl_aware = false;
     let mut jobs = two_fine_jobs(RecvMode::Spin);
     jobs.iter_mut().for_each(|j| j.iterations = 300);
     // Skew: rank 1 of each job computes longer, so rank 0 waits.

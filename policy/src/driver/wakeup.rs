@@ -41,7 +41,7 @@ mod tests {
 
     fn config(kind: PolicyKind, end_on_wait: bool, boost_computing: bool) -> LocalPolicyConfig {
         let mut c = LocalPolicyConfig::for_kind(kind);
-        c.dcs.end_on_wait = end_on_wait;
+        c.dcs.end_on_wait = Some(end_on_wait);
         c.dcs.boost_computing = boost_computing;
         c
     }

@@ -138,7 +138,7 @@ impl DynamicCoscheduler {
     /// processes). Wake-ups get the DCS boost rather than SB's own.
     pub fn dcs_sb(dcs: &DcsParams, sb: &SpinBlockParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
-            demand: Some(dcs.rule()),
+            demand: Some(dcs.rule(PolicyKind::DcsSb)),
             demand_for_computing: dcs.boost_computing,
             spin_wait: Some(SpinWaitRule {
                 wake_boost: None,
@@ -152,7 +152,7 @@ impl DynamicCoscheduler {
         };
         let mut policy = Self::with_rules(PolicyKind::DcsSb, rules, fairness);
         policy.dcs_yield_ns = Some(super::ids::us_to_ns(dcs.yield_after_quantum_us));
-        policy.take_turns = dcs.take_turns && !dcs.end_on_wait;
+        policy.take_turns = dcs.take_turns && !dcs.ends_on_wait(PolicyKind::DcsSb);
         policy
     }
 

@@ -50,9 +50,16 @@ pub struct DcsParams {
     pub boost_prio: u8,
     /// End a boost as soon as the task waits again (per-message boosts, the
     /// literal reading of the seed) instead of at the end of its quantum.
-    /// Default true: measured here, quantum boosts (false) let one job hold a
-    /// CPU for long stretches and were erratic from run to run.
-    pub end_on_wait: bool,
+    /// Unset: the policy's own default ([`Self::ends_on_wait`]). `dcs`:
+    /// per-message (true): measured here, its quantum boosts let one job
+    /// hold a CPU for long stretches and were erratic from run to run.
+    /// `dcs-sb`: quantum boosts (false): SB's spin threshold ends a boost
+    /// whose peers stopped answering and the jobs take turns by CPU time
+    /// (`take_turns`); measured better than or equal to per-message boosts
+    /// on real MPI (docs/benchmarks.md, "Quantum boosts as DCS-SB's
+    /// default").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_on_wait: Option<bool>,
     /// With `end_on_wait`: the boost ends only once the task has waited
     /// (spun idle, on CPU) this long in one episode, µs. 0 (default) ends it
     /// at the first empty wait. A task whose peers run with it gets their
@@ -102,7 +109,7 @@ impl Default for DcsParams {
         Self {
             max_boost_us: 5_000,
             boost_prio: 10,
-            end_on_wait: true,
+            end_on_wait: None,
             wait_grace_us: 0,
             end_on_wait_after_send: false,
             yield_after_quantum_us: 0,
@@ -118,11 +125,17 @@ impl DcsParams {
         ConfigError::require_rt_prio("dcs.boost_prio", self.boost_prio)
     }
 
-    pub(crate) fn rule(&self) -> BoostRule {
+    /// Whether `kind`'s boosts end at the task's first wait: `end_on_wait`
+    /// if set, else per-message for `dcs` and quantum boosts for `dcs-sb`.
+    pub fn ends_on_wait(&self, kind: PolicyKind) -> bool {
+        self.end_on_wait.unwrap_or(kind != PolicyKind::DcsSb)
+    }
+
+    pub(crate) fn rule(&self, kind: PolicyKind) -> BoostRule {
         BoostRule {
             prio: self.boost_prio,
             max_ns: Some(us_to_ns(self.max_boost_us)),
-            ends_on_wait: self.end_on_wait,
+            ends_on_wait: self.ends_on_wait(kind),
             wait_grace_ns: us_to_ns(self.wait_grace_us),
             wait_after_send: self.end_on_wait_after_send,
         }
@@ -276,13 +289,13 @@ impl DynamicCoscheduler {
     /// `dcs`: boost on message arrival, waiting tasks spin.
     pub fn dcs(params: &DcsParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
-            demand: Some(params.rule()),
+            demand: Some(params.rule(PolicyKind::Dcs)),
             demand_for_computing: params.boost_computing,
             ..Rules::default()
         };
         let mut policy = Self::with_rules(PolicyKind::Dcs, rules, fairness);
         policy.dcs_yield_ns = Some(us_to_ns(params.yield_after_quantum_us));
-        policy.take_turns = params.take_turns && !params.end_on_wait;
+        policy.take_turns = params.take_turns && !params.ends_on_wait(PolicyKind::Dcs);
         policy
     }
 

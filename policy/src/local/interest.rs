@@ -69,7 +69,7 @@ impl WakeInterest {
                 (true, false) => OffCpuArrivals::WhileWaiting,
                 (true, true) => OffCpuArrivals::WhileReady,
             },
-            boosted_spin_start: !(dcs && !cfg.dcs.end_on_wait),
+            boosted_spin_start: !(dcs && !cfg.dcs.ends_on_wait(cfg.kind)),
             sends_before_decisions: match cfg.kind {
                 PolicyKind::Dcs | PolicyKind::DcsSb => cfg.dcs.end_on_wait_after_send,
                 PolicyKind::Sb | PolicyKind::PbSb => {
@@ -140,7 +140,7 @@ mod tests {
 
     fn cfg(kind: PolicyKind, end_on_wait: bool, boost_computing: bool) -> LocalPolicyConfig {
         let mut c = LocalPolicyConfig::for_kind(kind);
-        c.dcs.end_on_wait = end_on_wait;
+        c.dcs.end_on_wait = Some(end_on_wait);
         c.dcs.boost_computing = boost_computing;
         c
     }

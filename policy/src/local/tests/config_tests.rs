@@ -46,13 +46,30 @@ fn params_fill_missing_fields_with_defaults_and_reject_unknown_ones() {
 }
 
 #[test]
+fn end_on_wait_unset_is_each_policys_default_and_a_set_value_wins() {
+    let unset = DcsParams::default();
+    assert_eq!(unset.end_on_wait, None);
+    assert!(unset.ends_on_wait(PolicyKind::Dcs), "dcs: per-message");
+    assert!(!unset.ends_on_wait(PolicyKind::DcsSb), "dcs-sb: quantum");
+    for value in [false, true] {
+        let set = DcsParams {
+            end_on_wait: Some(value),
+            ..DcsParams::default()
+        };
+        for kind in [PolicyKind::Dcs, PolicyKind::DcsSb] {
+            assert_eq!(set.ends_on_wait(kind), value, "{kind:?}");
+        }
+    }
+}
+
+#[test]
 fn documented_defaults() {
     assert_eq!(
         DcsParams::default(),
         DcsParams {
             max_boost_us: 5_000,
             boost_prio: 10,
-            end_on_wait: true,
+            end_on_wait: None,
             wait_grace_us: 0,
             end_on_wait_after_send: false,
             yield_after_quantum_us: 0,

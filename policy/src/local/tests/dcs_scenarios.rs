@@ -16,7 +16,7 @@ fn two_tasks_t2_running(kind: PolicyKind) -> Harness {
 fn quantum_dcs() -> Harness {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
     config.dcs.boost_computing = true;
-    config.dcs.end_on_wait = false;
+    config.dcs.end_on_wait = Some(false);
     config.dcs.yield_after_quantum_us = 5_000;
     two_tasks_t2_running_with(config)
 }
@@ -131,7 +131,7 @@ fn boost_ends_after_max_duration() {
 /// DCS with per-message boosts (`end_on_wait`).
 fn per_message_dcs() -> Harness {
     let mut config = crate::local::LocalPolicyConfig::for_kind(PolicyKind::Dcs);
-    config.dcs.end_on_wait = true;
+    config.dcs.end_on_wait = Some(true);
     // As in `quantum_dcs`: any preempted receiver qualifies here.
     config.dcs.boost_computing = true;
     t1_preempted_computing(config)

@@ -223,7 +223,7 @@ fn blocked_task_of_a_job_past_its_equal_share_is_woken_saying_why_it_got_no_boos
 }
 
 /// DCS-SB with quantum boosts (`dcs.end_on_wait = false`; `per_message`:
-/// the default per-message boosts instead). What the ticks see: T1 (job A)
+/// per-message boosts, `end_on_wait = true`, instead). What the ticks see: T1 (job A)
 /// preempted while it waited (spun) for a message; T2 (job B) on CPU 0,
 /// spinning since just before the look when `t2_waits`, else computing. At
 /// 30 ms job A has had 18 ms of CPU in the window and job B 11 ms: A is
@@ -232,7 +232,7 @@ fn blocked_task_of_a_job_past_its_equal_share_is_woken_saying_why_it_got_no_boos
 /// ended by the equal-share rule itself.
 fn job_a_ahead_of_job_b(t2_waits: bool, per_message: bool) -> Harness {
     let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
-    config.dcs.end_on_wait = per_message;
+    config.dcs.end_on_wait = Some(per_message);
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
@@ -335,10 +335,10 @@ fn a_quantum_boost_ended_by_the_equal_share_rule_yields_the_cpu_for_a_quantum() 
 
 /// What the ticks see for a turn without a message: T1 (job A) preempted off
 /// CPU 0 mid-computation (no wait, no message pending), T2 (job B) running;
-/// `per_message`: the default per-message boosts instead of quantum boosts.
-fn job_b_runs_ahead_while_job_a_is_preempted(per_message: bool) -> Harness {
+/// DCS-SB with `dcs.end_on_wait` as given (`None`: the policy's default).
+fn job_b_runs_ahead_while_job_a_is_preempted(end_on_wait: Option<bool>) -> Harness {
     let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
-    config.dcs.end_on_wait = per_message;
+    config.dcs.end_on_wait = end_on_wait;
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
@@ -365,7 +365,7 @@ fn job_b_runs_ahead_while_job_a_is_preempted(per_message: bool) -> Harness {
 /// turns, which acted only on arrivals, never gave the job behind the CPU.
 #[test]
 fn a_preempted_rank_of_the_job_behind_gets_a_turn_at_a_tick_without_a_message() {
-    let h = job_b_runs_ahead_while_job_a_is_preempted(false);
+    let h = job_b_runs_ahead_while_job_a_is_preempted(Some(false));
     assert_eq!(
         h.last(T1),
         Some((ms(20), BOOST10, Reason::TurnBoost)),
@@ -376,10 +376,21 @@ fn a_preempted_rank_of_the_job_behind_gets_a_turn_at_a_tick_without_a_message() 
 
 #[test]
 fn with_per_message_boosts_a_preempted_rank_of_the_job_behind_gets_no_turn() {
-    let h = job_b_runs_ahead_while_job_a_is_preempted(true);
+    let h = job_b_runs_ahead_while_job_a_is_preempted(Some(true));
     assert_eq!(
         h.level(T1),
         Level::Normal,
-        "the per-message default is unchanged"
+        "turns come with quantum boosts only"
+    );
+}
+
+/// DCS-SB's default is quantum boosts, and with them the jobs take turns.
+#[test]
+fn dcs_sb_by_default_gives_a_preempted_rank_of_the_job_behind_a_turn_at_a_tick() {
+    let h = job_b_runs_ahead_while_job_a_is_preempted(None);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(20), BOOST10, Reason::TurnBoost)),
+        "job A, 15 ms behind, gets the CPU"
     );
 }

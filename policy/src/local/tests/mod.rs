@@ -1,5 +1,6 @@
 //! Scenario and property tests of the local policies.
 
+mod boost_default_scenarios;
 mod config_tests;
 mod dcs_scenarios;
 mod fairness_scenarios;

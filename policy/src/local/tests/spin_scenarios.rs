@@ -516,7 +516,7 @@ fn a_rank_a_tick_sees_spinning_on_its_cpu_past_its_threshold_is_blocked() {
 /// (as OpenMPI 4.1 does right after a read).
 fn dcs_sb_quantum_boost_after_post_read_poll() -> Harness {
     let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
-    config.dcs.end_on_wait = false;
+    config.dcs.end_on_wait = Some(false);
     let mut h = Harness::new(config);
     h.add(T1, JA, 0);
     h.add(T2, JB, 0);
