@@ -11,10 +11,10 @@
 //! on this kernel (tick-based CPU accounting) those columns are samples of
 //! what each 4 ms tick interrupted, while the cgroups' `usage_usec` is exact:
 //! over `bench mpi` runs of ~2 s their sum differed from the exact busy time
-//! by -5.5 … +3.9 % of a CPU (half the repeat threshold), with a different
-//! mean per column (see docs/benchmarks.md, session 17). Idle and iowait are measured exactly on a tickless kernel
-//! (NO_HZ_IDLE), steal is the hypervisor's exact count. Interrupt and softirq
-//! work is busy time either way: without CONFIG_IRQ_TIME_ACCOUNTING (this
+//! by -7.9 … +3.9 % of a CPU (the repeat threshold is 10), with a different
+//! mean per column (docs/benchmarks.md, session 17). Idle and iowait are
+//! exact on a tickless kernel (NO_HZ_IDLE), steal is the hypervisor's count.
+//! Interrupt and softirq work is busy time either way: without CONFIG_IRQ_TIME_ACCOUNTING (this
 //! kernel) the task it interrupted is charged for it, so it counts as ours
 //! when it hits our tasks and as outside when it hits idle CPUs or other
 //! programs (with that option tasks are not charged and all of it would
