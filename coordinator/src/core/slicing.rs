@@ -64,12 +64,14 @@ pub const MAX_CATCH_UP_SLICES: u64 = 100;
 /// The start of the next switch to plan, when the loop gets to plan it at
 /// `now_ns` with less than half its lead left. With per-slice switches
 /// (`keep_grid` false) the switch is moved to a full lead from now: one
-/// announced late is applied late. Agents on a schedule switch by their
-/// own timers whatever the loop does, and moving the switch would make
-/// every schedule mispredict it and be re-sent at once (1000 schedules at
-/// 1000 agents, a burst that delays the loop again); so with `keep_grid`
-/// the late slice is planned where it is, unless the loop is more than
-/// [`MAX_CATCH_UP_SLICES`] behind.
+/// announced late is applied late, and every later switch follows it.
+/// Agents on a schedule switch by their own timers whatever the loop does,
+/// and moving the switch would make every schedule mispredict it and be
+/// re-sent at once (1000 schedules at 1000 agents, a burst that delays the
+/// loop again); under 1GS, RT jobs' frames are placed on the grid
+/// ([`Core::keeps_slice_grid`]). So with `keep_grid` the late slice is
+/// planned where it is (a strict switch already due is applied on
+/// arrival), unless the loop is more than [`MAX_CATCH_UP_SLICES`] behind.
 pub fn resume_at(
     next_start_ns: u64,
     now_ns: u64,
@@ -427,10 +429,21 @@ impl Core {
         )
     }
 
-    /// Whether slices are announced ahead (gang rotation, `schedule_ahead`):
-    /// the plan must then stay on the agents' grid (see [`resume_at`]).
+    /// Whether a late loop must plan on the slice grid (see [`resume_at`]):
+    /// with slices announced ahead (gang rotation, `schedule_ahead`), the
+    /// agents' schedules follow it; under 1GS, admitted RT jobs' frames are
+    /// placed on it (the first-frame instant, the frame model's phase
+    /// between matrix cycle and window), so a switch moved by a late loop
+    /// would move every later row against the program's own 10 ms grid for
+    /// good — lateness that adds up until a window ends before its job's
+    /// frames are done (bench rt, session 17: +16 ms in 1.5 s, 2.5 % of
+    /// frames missed). A late 1GS switch is strict: applied on arrival.
     pub fn keeps_slice_grid(&self) -> bool {
-        self.config.schedule_ahead && matches!(self.rotation, Rotation::Gang(_))
+        match self.rotation {
+            Rotation::Gang(_) => self.config.schedule_ahead,
+            Rotation::OneLevelGang(_) => true,
+            Rotation::Paired(_) | Rotation::NoSlices => false,
+        }
     }
 
     /// Slices broadcast in this epoch.

@@ -68,6 +68,35 @@ fn under_1gs_an_rt_job_that_needs_more_rows_waits_and_is_evicted_after_w() {
 }
 
 #[test]
+fn under_1gs_a_late_planning_loop_keeps_the_slice_grid_rt_frames_are_placed_on() {
+    use crate::core::slicing::resume_at;
+    // Per-slice switches (no schedules ahead, as in this config): a gang
+    // rotation moves a switch planned late to a full lead from now, and
+    // every later one with it.
+    let gang = Core::new(config(2, GlobalPolicy::Gang)).unwrap();
+    assert!(!gang.keeps_slice_grid());
+    let (lead, slice) = (5 * MS, 10 * MS);
+    assert_eq!(
+        resume_at(100 * MS, 98 * MS, lead, slice, gang.keeps_slice_grid()),
+        103 * MS
+    );
+    // 1GS keeps the grid: an admitted RT job's rows stay where its frames
+    // were placed (first-frame instant, cycle against window), the late
+    // switch is applied on arrival (strict), and the next one is on time.
+    let core = one_gs(2);
+    assert!(core.keeps_slice_grid());
+    assert_eq!(
+        resume_at(100 * MS, 98 * MS, lead, slice, core.keeps_slice_grid()),
+        100 * MS
+    );
+    assert_eq!(
+        resume_at(100 * MS, 103 * MS, lead, slice, core.keeps_slice_grid()),
+        100 * MS,
+        "even past its start"
+    );
+}
+
+#[test]
 fn under_1gs_a_waiting_rt_job_starts_when_a_running_one_leaves() {
     let mut core = one_gs(2);
     let first = submit(&mut core, heavy("first", 2)).id;
