@@ -5,10 +5,10 @@
 mod support;
 
 use cosched_policy::local::{Level, PolicyKind};
-use cosched_sim::config::{GlobalMode, SimConfig};
+use cosched_sim::config::GlobalMode;
 use cosched_sim::progress_over;
 use cosched_sim::workload::{JobSpec, Pattern, RecvMode};
-use support::{MS, US, config, run};
+use support::{MS, US, config, machine_config, run};
 
 fn fine_jobs(count: u64, iterations: u32) -> Vec<JobSpec> {
     (0..count)
@@ -133,11 +133,7 @@ fn with_a_reaction_tail_decisions_still_apply_in_the_order_taken() {
     // woken task stays demoted and its job starves (this machine, SB, two
     // fine-spin jobs: 20.6 against 1.1 when each decision drew its own
     // delay and they could swap).
-    let mut cfg: SimConfig =
-        toml::from_str(include_str!("../calibration/machine.toml")).expect("machine.toml");
-    cfg.sched.global = GlobalMode::Local;
-    cfg.sched.local.kind = PolicyKind::Sb;
-    cfg.sched.mpl = 2;
+    let mut cfg = machine_config(PolicyKind::Sb, 2);
     let mut jobs = fine_jobs(2, u32::MAX);
     jobs.iter_mut().for_each(|j| j.compute_ns = 20 * US);
     for seed in 1..=3 {
@@ -204,11 +200,7 @@ fn the_agent_changes_levels_while_it_holds_the_nodes_cpu() {
     // the change is made while the ranks are off the CPU and the kernel
     // picks afresh when the agent leaves (a yielded spinner returned to
     // SCHED_OTHER competes then, not only at a later tick).
-    let mut cfg: SimConfig =
-        toml::from_str(include_str!("../calibration/machine.toml")).expect("machine.toml");
-    cfg.sched.global = GlobalMode::Local;
-    cfg.sched.local.kind = PolicyKind::Sy;
-    cfg.sched.mpl = 3;
+    let cfg = machine_config(PolicyKind::Sy, 3);
     let mut jobs = fine_jobs(1, u32::MAX);
     jobs[0].compute_ns = 20 * US;
     for id in 1..=4 {

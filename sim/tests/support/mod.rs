@@ -33,6 +33,17 @@ pub fn config(nodes: u32, global: GlobalMode, local: PolicyKind) -> SimConfig {
     config
 }
 
+/// This machine's measured parameters (calibration/machine.toml), local
+/// policy `local` at `mpl` jobs per node.
+pub fn machine_config(local: PolicyKind, mpl: usize) -> SimConfig {
+    let mut config: SimConfig =
+        toml::from_str(include_str!("../../calibration/machine.toml")).expect("machine.toml");
+    config.sched.global = GlobalMode::Local;
+    config.sched.local.kind = local;
+    config.sched.mpl = mpl;
+    config
+}
+
 /// Runs the model to the end of the last job.
 pub fn run(config: SimConfig, jobs: Vec<JobSpec>) -> Executive<Cluster> {
     let mut calendar = Calendar::default();
