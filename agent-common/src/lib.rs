@@ -239,8 +239,8 @@ pub struct TaskStats {
     pub last_arrival_ns: u64,
     /// Receives that returned data (ret > 0).
     pub recv_ok: u64,
-    /// Time of the most recent receive that returned data. A message is
-    /// pending while `last_arrival_ns > last_recv_ok_ns`.
+    /// Time of the most recent receive that returned data (see
+    /// [`TaskStats::message_pending`]).
     pub last_recv_ok_ns: u64,
     /// Receives that found nothing (-EAGAIN / -EWOULDBLOCK): an empty wait.
     pub recv_empty: u64,
@@ -291,8 +291,36 @@ pub struct TaskStats {
     /// `spin_ns` when the current spin episode started: the episode's own
     /// spin time is `spin_ns - episode_spin_base_ns`.
     pub episode_spin_base_ns: u64,
+    /// Time of the latest receive or poll-family call that found nothing
+    /// to read (an empty wait that looked at the sockets; a yield looks at
+    /// none). Kept across episodes. See [`TaskStats::message_pending`].
+    pub last_found_empty_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<TaskStats>() == 216);
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 224);
+
+impl TaskStats {
+    /// A message is waiting to be read: the latest arrival came after the
+    /// task's latest receive that returned data, and after its latest look
+    /// that found its sockets empty.
+    ///
+    /// The second bound is needed because the arrival's stamp can come
+    /// after the receive that read it: `sk_data_ready` runs (and stamps)
+    /// after the sender queued the data and released the queue's lock, and
+    /// a receiver spinning on the socket can take the data in between (it
+    /// is often waiting on that very lock). Judged by the first bound alone,
+    /// such a message stayed "pending" until the next one was read: a
+    /// receiver whose peer then stopped sending spun with a message
+    /// "pending" and was never blocked (the flaky spin-block root test of
+    /// session 17). A receive or poll that found nothing after the stamp
+    /// shows the data was gone by then. A receiver that reads several
+    /// sockets one by one may find one empty while another holds a message:
+    /// it reads that one in its next iterations, microseconds later.
+    #[inline(always)]
+    pub fn message_pending(&self) -> bool {
+        self.last_arrival_ns > self.last_recv_ok_ns
+            && self.last_arrival_ns > self.last_found_empty_ns
+    }
+}
 
 /// Who runs on a CPU: the value of the `CPU_CURRENT` array, indexed by CPU.
 #[repr(C)]
@@ -513,4 +541,39 @@ mod pod {
     unsafe impl aya::Pod for super::Settings {}
     unsafe impl aya::Pod for super::Drops {}
     unsafe impl aya::Pod for super::TimelineRecord {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStats;
+
+    /// Received at 1_000, the data's arrival stamped at 1_050 (the receiver
+    /// took it off the queue before `sk_data_ready` ran), then it spun.
+    fn read_before_its_stamp() -> TaskStats {
+        TaskStats {
+            recv_ok: 1,
+            last_recv_ok_ns: 1_000,
+            arrivals: 1,
+            last_arrival_ns: 1_050,
+            ..TaskStats::default()
+        }
+    }
+
+    #[test]
+    fn an_arrival_stamped_after_its_receive_is_pending_until_an_empty_look() {
+        let s = read_before_its_stamp();
+        assert!(s.message_pending(), "nothing shows it was read yet");
+        let looked = TaskStats {
+            last_found_empty_ns: 1_200,
+            ..s
+        };
+        assert!(!looked.message_pending(), "an empty receive after it");
+        // A new message after that look is pending again.
+        let again = TaskStats {
+            arrivals: 2,
+            last_arrival_ns: 5_000,
+            ..looked
+        };
+        assert!(again.message_pending());
+    }
 }

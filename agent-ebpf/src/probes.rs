@@ -436,6 +436,7 @@ pub fn sock_recv_length(ctx: TracePointContext) -> u32 {
         end_spin(t, tid, now, spin_gap());
     } else if ret == layout::NEG_EAGAIN {
         t.recv_empty += 1;
+        t.last_found_empty_ns = now;
         empty_wait(t, tid, now, sk);
     } else {
         return 0;

@@ -50,7 +50,9 @@ fn on_poll_exit(ctx: &TracePointContext) -> u32 {
         return 0;
     }
     t.empty_polls += 1;
-    empty_wait(t, tid, unsafe { bpf_ktime_get_ns() }, 0);
+    let now = unsafe { bpf_ktime_get_ns() };
+    t.last_found_empty_ns = now;
+    empty_wait(t, tid, now, 0);
     0
 }
 

@@ -6,16 +6,13 @@
 //! a task on a CPU, or switched out by preemption (still runnable), is
 //! ready; one that never ran yet is ready (it was just created or taken);
 //! one that blocked (a voluntary switch-out) is not, unless a message
-//! arrived for it after its last receive that returned data (its wakeup is
-//! on the way). A blocked task woken by anything else (I/O, a timer, a
+//! is pending for it ([`TaskStats::message_pending`]: its wakeup is on the
+//! way). A blocked task woken by anything else (I/O, a timer, a
 //! pipe) counts as ready only from its next switch-in the agent sees.
 use cosched_agent_common::TaskStats;
 
 pub fn task_ready(s: &TaskStats) -> bool {
-    s.on_cpu != 0
-        || s.switches_in == 0
-        || s.last_out_preempted != 0
-        || s.last_arrival_ns > s.last_recv_ok_ns
+    s.on_cpu != 0 || s.switches_in == 0 || s.last_out_preempted != 0 || s.message_pending()
 }
 
 #[cfg(test)]

@@ -134,7 +134,7 @@ pub fn derived_events(
 }
 
 pub fn task_snapshot(tid: u32, s: &TaskStats, now: u64, gap_ns: u64) -> TaskSnapshot {
-    let pending = s.last_arrival_ns > s.last_recv_ok_ns;
+    let pending = s.message_pending();
     TaskSnapshot {
         task: TaskId(tid),
         on_cpu: s.on_cpu != 0,
@@ -801,6 +801,64 @@ mod tests {
         assert!(
             matches!(ev[..], [Event::SpinStarted { at: 5_000_000, .. }]),
             "{ev:?}"
+        );
+    }
+
+    /// A receiver spinning on its socket can take a message off the queue
+    /// before the sender's `sk_data_ready` stamps its arrival: the stamp
+    /// then comes after the receive that read it. The receiver answers and
+    /// spins for the next message, which does not come (its peer stopped).
+    /// Its empty receives show nothing is pending: SB (defaults, the task
+    /// alone on its CPU) blocks it once it has spun its MPL-aware bound,
+    /// at the wake-up it asked for. (Judged by the stamps alone, it stayed
+    /// "with a message to read" and was never blocked.)
+    #[test]
+    fn a_receiver_that_read_its_message_before_the_arrival_was_stamped_is_blocked_when_it_spins_on()
+    {
+        let ms = 1_000_000;
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 1000).unwrap();
+        d.task_added(7, 1, 0);
+        let received = 9 * ms;
+        let waits_from = received + 50_000;
+        let spinning = |now: u64| TaskStats {
+            on_cpu: 1,
+            switches_in: 1,
+            run_start_ns: 5 * ms,
+            last_run_start_ns: 5 * ms,
+            recv_ok: 1,
+            last_recv_ok_ns: received,
+            arrivals: 1,
+            last_arrival_ns: received + 100,
+            sends: 1,
+            spin_episode_start_ns: waits_from,
+            spin_last_ns: now,
+            last_found_empty_ns: now,
+            recv_empty: 1,
+            ..TaskStats::default()
+        };
+        let mut now = 10 * ms;
+        let mut demoted_at = None;
+        for _ in 0..5 {
+            d.tick(now, &[(7, spinning(now))], &[(0, 7)]);
+            let demoted = d.take_actions().iter().any(|a| {
+                matches!(
+                    a,
+                    Action::SetLevel {
+                        level: Level::Demote,
+                        ..
+                    }
+                )
+            });
+            if demoted {
+                demoted_at = Some(now);
+                break;
+            }
+            now = d.next_wakeup().expect("SB ticks while a task spins");
+        }
+        assert_eq!(
+            demoted_at,
+            Some(waits_from + 4 * ms),
+            "blocked at its 4 ms bound (alone on its CPU)"
         );
     }
 
