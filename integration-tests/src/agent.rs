@@ -122,6 +122,9 @@ impl TestAgent {
             ]);
         }
         argv.push(crate::bin("cosched-agent").into());
+        // The agent inherits the test's environment: `COSCHED_LOG` (its
+        // tracing filter, e.g. `cosched_agent=debug`) makes a failing
+        // test's agent logs show the policy's decisions.
         let mut cmd = std::process::Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         cmd.arg("--config")

@@ -207,9 +207,10 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
     signal(rank1, libc::SIGSTOP);
     assert!(
         held(Duration::from_secs(10)),
-        "rank 0 was never held ({block_by:?}) while its peer was stopped: {:?}, state {:?}\n{}",
+        "rank 0 was never held ({block_by:?}) while its peer was stopped: {:?}, state {:?}\n{}\n{}",
         sched_of(rank0),
         state_of(rank0),
+        policy_counters(sb_agent),
         cluster.logs()
     );
     assert!(
@@ -217,7 +218,7 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
         "rank 0 was released with no message (its peer is stopped): {:?}, state {:?}\n{}\n{}",
         sched_of(rank0),
         state_of(rank0),
-        sb_agent.metrics(),
+        policy_counters(sb_agent),
         cluster.logs()
     );
     assert!(decisions("spin-threshold-block") >= 1.0);
@@ -246,13 +247,14 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
     });
     assert!(
         released.is_some(),
-        "rank 0 still held 5 s after its peer ran again\n{}",
+        "rank 0 still held 5 s after its peer ran again\n{}\n{}",
+        policy_counters(sb_agent),
         cluster.logs()
     );
     assert!(
         handed_back_by_message() > woken_before,
         "rank 0 was released, but not by its message\n{}",
-        sb_agent.metrics()
+        policy_counters(sb_agent)
     );
     assert_eq!(decisions("block-timeout"), 0.0, "no hold reached its bound");
 
@@ -261,7 +263,10 @@ fn spin_block_holds_a_long_spinner_until_its_message_arrives(block_by: BlockBy) 
     signal(rank1, libc::SIGSTOP);
     assert!(
         held(Duration::from_secs(10)),
-        "rank 0 not held a second time\n{}",
+        "rank 0 not held a second time: {:?}, state {:?}\n{}\n{}",
+        sched_of(rank0),
+        state_of(rank0),
+        policy_counters(sb_agent),
         cluster.logs()
     );
     assert_eq!(cluster.agents[0].stop(), Some(0), "{}", cluster.logs());
@@ -283,6 +288,31 @@ fn sb_demotes_a_long_spinner_to_sched_idle_until_its_message_arrives() {
 #[test]
 fn sb_stops_a_long_spinner_until_its_message_arrives() {
     spin_block_holds_a_long_spinner_until_its_message_arrives(BlockBy::Stop);
+}
+
+/// The agent's decision, action, event and spin counters (its metrics
+/// without the rest), for a failure message.
+fn policy_counters(agent: &cosched_integration_tests::agent::TestAgent) -> String {
+    agent
+        .metrics()
+        .lines()
+        .filter(|l| {
+            !l.starts_with('#')
+                && [
+                    "cosched_policy_decisions_total",
+                    "cosched_actions_total",
+                    "cosched_action_errors_total",
+                    "cosched_agent_events_total",
+                    "cosched_agent_late_policy_ticks_total",
+                    "cosched_ebpf_drops_total",
+                    "cosched_job_spin",
+                    "cosched_job_messages_received_total",
+                ]
+                .iter()
+                .any(|m| l.starts_with(m))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn signal(pid: u32, sig: i32) {

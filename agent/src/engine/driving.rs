@@ -42,8 +42,16 @@ impl<K: Kernel> Engine<K> {
         }
         let (live, holders) = self.live_stats();
         if policy {
+            trace_tick_view(now, &live, &holders);
             self.driver.tick(now, &live, &holders);
             self.apply_policy_actions(None);
+            tracing::trace!(
+                next_in_us = self
+                    .driver
+                    .next_wakeup()
+                    .map(|t| t.saturating_sub(now) / 1_000),
+                "policy tick done"
+            );
             // FCS turns dormant at a tick (its last slot's grace passed).
             self.update_own_priority();
         }
@@ -142,6 +150,11 @@ impl<K: Kernel> Engine<K> {
     pub(super) fn apply_policy_actions(&mut self, trigger: Option<u64>) {
         for action in self.driver.take_actions() {
             let reason = action.reason();
+            tracing::debug!(
+                tid = action.task().0,
+                action = ?action,
+                "policy decision"
+            );
             self.metrics
                 .decisions
                 .with_label_values(&[reason.as_str()])
@@ -156,5 +169,32 @@ impl<K: Kernel> Engine<K> {
             state.wanted = (level != Level::Normal).then_some((level, reason));
             self.realize(task.0, trigger);
         }
+    }
+}
+
+/// What a policy tick reads, task by task (`COSCHED_LOG=…=trace`): the
+/// counters the policy's view of each task comes from, for diagnosing a
+/// decision that did (not) come.
+fn trace_tick_view(now: u64, live: &[(u32, TaskStats)], holders: &[CpuHolder]) {
+    if !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    let ago = |t: u64| (t != 0).then(|| now.saturating_sub(t) / 1_000);
+    for (tid, s) in live {
+        tracing::trace!(
+            tid,
+            on_cpu = s.on_cpu,
+            holder = holders.iter().any(|(_, h)| h == tid),
+            episode_start_us_ago = ago(s.spin_episode_start_ns),
+            last_wait_us_ago = ago(s.spin_last_ns),
+            gap_oncpu_us = s.gap_oncpu_ns / 1_000,
+            episode_spin_us = cosched_agent_common::episode::episode_spin_ns(s) / 1_000,
+            pending = s.message_pending(),
+            arrival_us_ago = ago(s.last_arrival_ns),
+            recv_ok_us_ago = ago(s.last_recv_ok_ns),
+            found_empty_us_ago = ago(s.last_found_empty_ns),
+            preempted = s.last_out_preempted,
+            "tick reads"
+        );
     }
 }

@@ -50,7 +50,10 @@ impl<K: Kernel> Engine<K> {
                 // A spin passed the policy's threshold: a tick now (every
                 // counter, who holds the CPUs) lets the policy block it at
                 // once, and restarts the quiet tick's interval.
-                event_kind::SPIN_LONG if self.driver.active() => self.policy_tick(),
+                event_kind::SPIN_LONG if self.driver.active() => {
+                    tracing::debug!(tid = ev.tid, spun_us = ev.arg / 1_000, "long spin reported");
+                    self.policy_tick();
+                }
                 _ => {}
             }
         }
