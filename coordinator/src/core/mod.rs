@@ -326,6 +326,8 @@ impl Core {
         core.jobs = state.jobs.into_iter().map(|job| (job.id, job)).collect();
         core.finished = state.finished.into();
         core.predictor = state.predictor;
+        // This coordinator numbers its slices from 0 again.
+        core.predictor.forget_quantum_numbers();
         let started = if core.policy.uses_matrix() {
             let (matrix, started) =
                 rebuild_matrix(&state.matrix, core.config.matrix_config(core.policy))?;

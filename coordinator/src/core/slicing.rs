@@ -16,7 +16,9 @@
 
 use std::collections::BTreeSet;
 
-use cosched_policy::global::{JobId, NodeIndex, OffsetEstimate, ScheduleClockBounds, Slice};
+use cosched_policy::global::{
+    JobId, NodeIndex, OffsetEstimate, QuantumTiming, ScheduleClockBounds, Slice,
+};
 use cosched_proto::wire::{
     FirstFrameAt, MAX_SCHEDULED_SLICES, MessageKind, ScheduledSlice, SliceSchedule, SliceSwitched,
     SwitchSlice, UtilReport,
@@ -406,10 +408,17 @@ impl Core {
         };
         job.last_cpu_percent =
             Some(samples.percents.iter().sum::<f64>() / samples.percents.len().max(1) as f64);
-        if let Err(error) = self
-            .predictor
-            .observe_quantum(JobId(u64::from(samples.job)), &samples.percents)
-        {
+        // Slices up to `slice_counter - 1` were planned before this report
+        // arrived: they cannot be the calibration a sharp change asks for.
+        let timing = QuantumTiming {
+            quantum: samples.quantum,
+            first_unplanned: self.slice_counter,
+        };
+        if let Err(error) = self.predictor.observe_timed_quantum(
+            JobId(u64::from(samples.job)),
+            timing,
+            &samples.percents,
+        ) {
             tracing::warn!(job = samples.job, "utilisation sample refused: {error}");
         }
     }

@@ -65,5 +65,5 @@ pub use row_load::{RowLoad, row_load, rows_can_pair};
 pub use slice::{ActiveRows, AlternateRun, Slice, active_jobs_by_node};
 pub use utilization_predictor::{
     EQUATION_1_HISTORY, FULL_UTILIZATION_PERCENT, Prediction, PredictionBasis, PredictorConfig,
-    PredictorError, SharpChangeDirection, UtilizationPredictor, equation_1,
+    PredictorError, QuantumTiming, SharpChangeDirection, UtilizationPredictor, equation_1,
 };

@@ -152,6 +152,32 @@ struct JobUtilizationHistory {
     /// Set while the job is predicted 100 % and the next report is the
     /// calibration measurement (run alone).
     speculative: Option<PredictionBasis>,
+    /// While speculative after a sharp change: the first quantum planned
+    /// after the change was seen. Reports of earlier quanta are not the
+    /// calibration: those slices were planned on the old prediction and may
+    /// have shared the job's CPUs with a partner (see [`QuantumTiming`]).
+    #[serde(default)]
+    calibrate_from: Option<u64>,
+}
+
+/// Where a reported quantum stands against the scheduler's planning, for
+/// [`UtilizationPredictor::observe_timed_quantum`].
+///
+/// Reports reach the coordinator after their quantum ended, so when a
+/// report turns a job speculative the next slice has already been planned
+/// (and may pair the job). Were that slice's report taken as the
+/// calibration, a CPU-bound job measured while sharing would keep its
+/// halved utilisation as the truth: two spinning jobs each measured
+/// ~47 % satisfy 47 + 47 + 1 < 100 and stay paired, competing for the CPU
+/// as under plain Linux (OpenMPI allreduce at MPL 3, docs/benchmarks.md,
+/// session 18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuantumTiming {
+    /// The quantum (slice number) the report is about.
+    pub quantum: u64,
+    /// The first quantum not planned yet when the report is learnt: only
+    /// slices from this one on are planned knowing what the report says.
+    pub first_unplanned: u64,
 }
 
 /// Predictions for every job the coordinator has heard about.
@@ -188,6 +214,30 @@ impl UtilizationPredictor {
         job: JobId,
         per_process_percent: &[f64],
     ) -> Result<Prediction, PredictorError> {
+        self.observe(job, None, per_process_percent)
+    }
+
+    /// [`Self::observe_quantum`] for a report that arrives after later
+    /// slices were planned: after a sharp change, reports of quanta planned
+    /// before the change was seen are skipped (the prediction stays 100 %),
+    /// and the calibration is the first quantum from `first_unplanned` on,
+    /// which runs alone. Sharp-change detection and history are otherwise
+    /// the same.
+    pub fn observe_timed_quantum(
+        &mut self,
+        job: JobId,
+        timing: QuantumTiming,
+        per_process_percent: &[f64],
+    ) -> Result<Prediction, PredictorError> {
+        self.observe(job, Some(timing), per_process_percent)
+    }
+
+    fn observe(
+        &mut self,
+        job: JobId,
+        timing: Option<QuantumTiming>,
+        per_process_percent: &[f64],
+    ) -> Result<Prediction, PredictorError> {
         if per_process_percent.is_empty() {
             return Err(PredictorError::NoSamples(job));
         }
@@ -210,7 +260,16 @@ impl UtilizationPredictor {
                 quantum_means: VecDeque::new(),
                 last_measured: None,
                 speculative: Some(PredictionBasis::NewJob),
+                calibrate_from: None,
             });
+        let planned_before_the_change = match (timing, history.calibrate_from) {
+            (Some(timing), Some(from)) => timing.quantum < from,
+            _ => false,
+        };
+        if history.speculative.is_some() && planned_before_the_change {
+            return Ok(self.predict(job));
+        }
+        history.calibrate_from = None;
         let previous = history.last_measured.replace(mean);
         let calibrating = history.speculative.take().is_some();
         match previous.filter(|&previous| !calibrating && is_sharp(config, previous, mean)) {
@@ -220,6 +279,7 @@ impl UtilizationPredictor {
                     previous_percent,
                     measured_percent: mean,
                 });
+                history.calibrate_from = timing.map(|timing| timing.first_unplanned);
             }
             None => {
                 history.quantum_means.push_front(mean);
@@ -252,6 +312,14 @@ impl UtilizationPredictor {
                     },
                 }
             }
+        }
+    }
+
+    /// Quantum numbers start again (a restarted coordinator): a pending
+    /// calibration takes the next report, as without timing.
+    pub fn forget_quantum_numbers(&mut self) {
+        for history in self.jobs.values_mut() {
+            history.calibrate_from = None;
         }
     }
 

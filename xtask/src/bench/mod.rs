@@ -1,6 +1,7 @@
 //! Benchmarks and the demo, run on this machine: jobs on the local cluster,
 //! eBPF overhead, the idle agent's cost, local policies against plain
 //! Linux, gang scheduling.
+pub mod bench_cgroup;
 pub mod common;
 pub mod coordinator;
 pub mod demo;

@@ -2,8 +2,10 @@
 //! program): on a 2-core machine that distorts every number, so runs
 //! disturbed by it are repeated. Outside time = the machine's busy CPU time
 //! minus what the cluster used (its node cgroups: agents and jobs), the
-//! coordinator (its /proc stat) and the bench process itself with its
-//! reaped children (getrusage). On a saturated machine outside work adds no
+//! coordinator (its /proc stat) and the bench process itself with what it
+//! starts outside the nodes (its own cgroup, `bench_cgroup`: charged while
+//! they run, so exactly over the run; getrusage of itself and its reaped
+//! children where it has none). On a saturated machine outside work adds no
 //! busy time but displaces ours, which the difference shows all the same.
 //!
 //! Busy time is the CPUs' wall time minus their idle, iowait and steal time
@@ -25,7 +27,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use crate::{bench::local::interrupt::interrupted, cluster::Cluster, progress::say};
+use crate::{
+    bench::{bench_cgroup, local::interrupt::interrupted},
+    cluster::Cluster,
+    progress::say,
+};
 
 /// When a run counts as disturbed and how it is repeated.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,18 +64,49 @@ pub struct CpuSample {
     pub ours_s: f64,
 }
 
-/// What to count as ours: the nodes' cgroups and the coordinator.
+/// What to count as ours: the nodes' cgroups, the coordinator and the
+/// bench's own cgroup.
 #[derive(Clone, Debug, Default)]
 pub struct Ours {
     pub cgroups: Vec<PathBuf>,
     pub coordinator_pid: Option<u32>,
+    /// The bench's cgroup (`None`: getrusage of the bench instead).
+    pub bench_cgroup: Option<PathBuf>,
+}
+
+/// CPU seconds, cumulative, of what counts as ours, read at one instant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OursRead {
+    /// The nodes' cgroups.
+    pub nodes_s: f64,
+    /// The coordinator process.
+    pub coordinator_s: f64,
+    /// True when the coordinator runs in the bench's cgroup (started after
+    /// the bench entered it), which counts it already.
+    pub coordinator_in_bench_cgroup: bool,
+    /// The bench's cgroup, or the bench and its reaped children.
+    pub bench_s: f64,
+}
+
+impl OursRead {
+    /// Each CPU second once.
+    pub fn total_s(&self) -> f64 {
+        let coordinator = if self.coordinator_in_bench_cgroup {
+            0.0
+        } else {
+            self.coordinator_s
+        };
+        self.nodes_s + coordinator + self.bench_s
+    }
 }
 
 impl Ours {
+    /// Enters the bench's cgroup if it has not yet (once per process).
     pub fn of(cluster: &Cluster) -> Self {
         Self {
             cgroups: cluster.nodes.iter().map(|n| n.cgroup.clone()).collect(),
             coordinator_pid: cluster.coordinator.as_ref().and_then(|c| c.pid),
+            bench_cgroup: bench_cgroup::own().map(PathBuf::from),
         }
     }
 
@@ -79,25 +116,35 @@ impl Ours {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
         let cpus = cpu_count(&stat)?;
         let not_busy_s = not_busy_ticks(&stat)? as f64 / clock_ticks_per_s();
-        let cgroups: f64 = self
-            .cgroups
-            .iter()
-            .filter_map(|dir| std::fs::read_to_string(dir.join("cpu.stat")).ok())
-            .filter_map(|t| cgroup_usage_us(&t))
-            .map(|us| us as f64 / 1e6)
-            .sum();
-        let coordinator = self
-            .coordinator_pid
-            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
-            .and_then(|t| process_ticks(&t))
-            .map_or(0.0, |ticks| ticks as f64 / clock_ticks_per_s());
+        let read = OursRead {
+            nodes_s: self.cgroups.iter().filter_map(|dir| cgroup_s(dir)).sum(),
+            coordinator_s: self
+                .coordinator_pid
+                .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+                .and_then(|t| process_ticks(&t))
+                .map_or(0.0, |ticks| ticks as f64 / clock_ticks_per_s()),
+            coordinator_in_bench_cgroup: self
+                .coordinator_pid
+                .zip(self.bench_cgroup.as_deref())
+                .is_some_and(|(pid, dir)| bench_cgroup::holds(dir, pid)),
+            bench_s: match self.bench_cgroup.as_deref().and_then(cgroup_s) {
+                Some(seconds) => seconds,
+                None => own_cpu_s(),
+            },
+        };
         Some(CpuSample {
             at,
             cpus,
             not_busy_s,
-            ours_s: cgroups + coordinator + own_cpu_s(),
+            ours_s: read.total_s(),
         })
     }
+}
+
+/// CPU seconds charged to a cgroup v2 directory so far.
+fn cgroup_s(dir: &std::path::Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+    cgroup_usage_us(&text).map(|us| us as f64 / 1e6)
 }
 
 /// Outside load between two samples, % of one CPU (NaN when unknown).
@@ -199,7 +246,9 @@ fn clock_ticks_per_s() -> f64 {
     if ticks > 0 { ticks as f64 } else { 100.0 }
 }
 
-/// CPU time of this process and its reaped children (the CLI calls).
+/// CPU time of this process and its reaped children (with every descendant
+/// each of them reaped), counted when reaped: the fallback without a cgroup
+/// of the bench's own (see `bench_cgroup`).
 fn own_cpu_s() -> f64 {
     let usage = |who| {
         // SAFETY: getrusage writes into the struct it is given.
@@ -258,6 +307,34 @@ mod tests {
             0.0
         );
         assert!(outside_percent(None, sample(t1, 1.0, 1.0)).is_nan());
+    }
+
+    #[test]
+    fn the_benchs_children_count_while_they_run_and_the_coordinator_once() {
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_secs(2);
+        // A launcher that ran 0.4 s before the run is in both reads of the
+        // bench's cgroup: it adds nothing to the run (reaped inside the run,
+        // getrusage added all of it then). Over the run the bench's cgroup
+        // grew by 0.2 s: 2 CPUs for 2 s, 0.5 s idle, 3.5 busy, 3.2 ours.
+        let read = |nodes_s, bench_s| OursRead {
+            nodes_s,
+            coordinator_s: 1.0,
+            coordinator_in_bench_cgroup: false,
+            bench_s,
+        };
+        let before = read(10.0, 0.4).total_s();
+        let after = read(13.0, 0.6).total_s();
+        assert!((before - 11.4).abs() < 1e-9);
+        let p = outside_percent(sample(t0, 1.0, before), sample(t1, 1.5, after));
+        assert!((p - 15.0).abs() < 1e-9, "{p}");
+        // A coordinator the bench started from its cgroup is in that
+        // cgroup's usage already: not added a second time.
+        let inside = OursRead {
+            coordinator_in_bench_cgroup: true,
+            ..read(13.0, 0.6)
+        };
+        assert!((inside.total_s() - 13.6).abs() < 1e-9);
     }
 
     #[test]

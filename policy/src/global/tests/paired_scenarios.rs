@@ -7,8 +7,9 @@ use super::support::{assert_jobs_run_only_in_own_slots_or_as_alternates, job, la
 use crate::global::{
     ActiveRows, AlternateRun, JobId, JobRequest, MatchCandidate, MatchDecision, Matrix,
     MatrixSnapshot, PairedGangScheduler, PairingConfig, PlacedJob, PredictionBasis,
-    PredictorConfig, PredictorError, SharpChangeDirection, SliceReason, UtilizationPredictor,
-    equation_1, homogenize_rows, match_from_both_ends, paired_alternates, plan_paired_round,
+    PredictorConfig, PredictorError, QuantumTiming, SharpChangeDirection, SliceReason,
+    UtilizationPredictor, equation_1, homogenize_rows, match_from_both_ends, paired_alternates,
+    plan_paired_round,
 };
 
 fn candidates(percents: &[(usize, f64)]) -> Vec<MatchCandidate<usize>> {
@@ -115,6 +116,85 @@ fn sharp_change_resets_prediction_to_full() {
     assert_eq!(
         (calibrated.percent, calibrated.basis),
         (90.0, PredictionBasis::History { quanta: 1 })
+    );
+}
+
+/// A report of `quantum` learnt while slices up to `first_unplanned - 1`
+/// are already planned.
+fn timed(quantum: u64, first_unplanned: u64) -> QuantumTiming {
+    QuantumTiming {
+        quantum,
+        first_unplanned,
+    }
+}
+
+#[test]
+fn spinning_jobs_are_not_paired_on_a_calibration_from_a_slice_they_still_shared() {
+    // Two MPI jobs sleep until their common start (measured ~1 %), so
+    // they are paired; then both spin. Reports arrive one slice late: the
+    // report of quantum 10 (shared, each ~47 %) is learnt while slice 11,
+    // planned on the old predictions, already runs them together again.
+    let matrix = one_job_per_row(2);
+    let config = PairingConfig::default();
+    let mut predictor = UtilizationPredictor::default();
+    for (quantum, percent) in [(7, 1.0), (8, 1.2), (9, 0.9)] {
+        for job in [JobId(1), JobId(2)] {
+            predictor
+                .observe_timed_quantum(job, timed(quantum, quantum + 2), &[percent])
+                .unwrap();
+        }
+    }
+    let plan = plan_paired_round(&matrix, &predictor, &config, 0);
+    assert_eq!(plan.slices[0].rows, ActiveRows::Pair(1, 0));
+    for job in [JobId(1), JobId(2)] {
+        let jumped = predictor
+            .observe_timed_quantum(job, timed(10, 12), &[47.0])
+            .unwrap();
+        assert!(jumped.is_speculative(), "1 % -> 47 % is sharp");
+        // Quantum 11 was shared too: it is no calibration.
+        let still = predictor
+            .observe_timed_quantum(job, timed(11, 13), &[47.5])
+            .unwrap();
+        assert_eq!(still.percent, 100.0, "{job} calibrated on a shared slice");
+    }
+    let plan = plan_paired_round(&matrix, &predictor, &config, 1);
+    assert_eq!(plan.slices.len(), 2, "speculative jobs run alone");
+    // Quantum 12 on, planned after the change: alone, each ~95 %.
+    for job in [JobId(1), JobId(2)] {
+        let calibrated = predictor
+            .observe_timed_quantum(job, timed(12, 14), &[95.0])
+            .unwrap();
+        assert_eq!(
+            (calibrated.percent, calibrated.basis),
+            (95.0, PredictionBasis::History { quanta: 1 })
+        );
+    }
+    let plan = plan_paired_round(&matrix, &predictor, &config, 2);
+    assert_eq!(
+        plan.slices
+            .iter()
+            .map(|slice| slice.rows)
+            .collect::<Vec<_>>(),
+        [ActiveRows::Single(0), ActiveRows::Single(1)],
+        "two CPU-bound jobs must not share a slice"
+    );
+}
+
+#[test]
+fn a_restarted_coordinator_calibrates_on_its_first_report() {
+    // Slice numbers start again at 0 after a restart: a calibration
+    // waiting for quantum 500 of the old numbering takes the next report.
+    let mut predictor = measured(&[(1, 10.0)]);
+    predictor
+        .observe_timed_quantum(JobId(1), timed(498, 500), &[60.0])
+        .unwrap();
+    predictor.forget_quantum_numbers();
+    let calibrated = predictor
+        .observe_timed_quantum(JobId(1), timed(3, 5), &[88.0])
+        .unwrap();
+    assert_eq!(
+        (calibrated.percent, calibrated.basis),
+        (88.0, PredictionBasis::History { quanta: 1 })
     );
 }
 
