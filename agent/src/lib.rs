@@ -29,6 +29,7 @@ pub mod kernel;
 pub mod launch;
 pub mod leftovers;
 pub mod lifeline;
+pub mod low_latency;
 pub mod limits;
 pub mod metrics;
 pub mod pidfd;
