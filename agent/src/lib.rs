@@ -29,8 +29,8 @@ pub mod kernel;
 pub mod launch;
 pub mod leftovers;
 pub mod lifeline;
-pub mod low_latency;
 pub mod limits;
+pub mod low_latency;
 pub mod metrics;
 pub mod pidfd;
 /// Moved to the policy crate (the simulator feeds its policies with it too).

@@ -25,10 +25,17 @@ fn launch(e: &mut Engine<FakeKernel>, job: u32, pid: u32, class: Option<&str>) {
     e.manage_process(job, pid).unwrap();
 }
 
+/// The gauge's sample (its help text also starts with the name).
 fn held_metric(e: &Engine<FakeKernel>) -> bool {
     let text = e.metrics.render();
-    assert!(text.contains("cosched_low_latency_held"), "{text}");
-    text.contains("cosched_low_latency_held 1")
+    match text
+        .lines()
+        .find_map(|l| l.strip_prefix("cosched_low_latency_held "))
+    {
+        Some("1") => true,
+        Some("0") => false,
+        other => panic!("cosched_low_latency_held sample {other:?} in {text}"),
+    }
 }
 
 #[test]
