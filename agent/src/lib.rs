@@ -30,6 +30,7 @@ pub mod launch;
 pub mod leftovers;
 pub mod lifeline;
 pub mod limits;
+pub mod low_latency;
 pub mod metrics;
 pub mod pidfd;
 /// Moved to the policy crate (the simulator feeds its policies with it too).

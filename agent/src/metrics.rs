@@ -60,6 +60,8 @@ pub struct Metrics {
     pub tdm_fallback_active: IntGauge,
     /// 2DCS-TDM: times the node fell back to its own division clock.
     pub tdm_fallbacks: IntCounter,
+    /// 1 while the agent holds a CPU latency request of 0 µs (RT jobs run).
+    pub low_latency_held: IntGauge,
     /// 1 for the class running now (both 0 without a class mode).
     pub class_running: prometheus::IntGaugeVec,
     /// Last totals exported per job, to turn totals into counter increments.
@@ -154,6 +156,7 @@ impl Metrics {
             rt_deadline_refused: reg(&r, IntCounter::new("cosched_rt_deadline_refused_total", "RT tasks the kernel refused SCHED_DEADLINE to (they run by EDF-ordered SCHED_FIFO priority instead).").expect("valid metric")),
             tdm_fallback_active: reg(&r, IntGauge::new("cosched_tdm_division_fallback", "1 while 2DCS-TDM runs the node's own division clock (same ratio and period) because no division came from the coordinator for the grace time; 0 otherwise.").expect("valid metric")),
             tdm_fallbacks: reg(&r, IntCounter::new("cosched_tdm_division_fallbacks_total", "Times 2DCS-TDM fell back to the node's own division clock (the coordinator's divisions stopped coming).").expect("valid metric")),
+            low_latency_held: reg(&r, IntGauge::new("cosched_low_latency_held", "1 while the agent holds a CPU latency request of 0 µs (/dev/cpu_dma_latency: idle CPUs poll instead of halting) because an RT job runs on the node; 0 otherwise or when the kernel refused it.").expect("valid metric")),
             class_running: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_class_running", "1 for the class the node runs now (rt or be: the 2DCS-TDM division, or 2DCS-PS's choice); both 0 without a class mode."), &["class"]).expect("valid metric")),
             registry: r,
             last_job: HashMap::new(),

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use cosched_policy::classes::{BudgetParams, FairnessRatio, PriorityBand, PsParams};
 use serde::{Deserialize, Serialize};
 
+use crate::low_latency::LowLatencyIdle;
+
 /// The node's own class mode (a coordinator's 2DCS-TDM overrides it while
 /// it is connected).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +74,14 @@ pub struct ClassesConfig {
     /// `/run/cosched/rt` spares the counters' pages any writeback.
     #[serde(default)]
     pub counter_dir: Option<PathBuf>,
+    /// `rt-jobs` (default): while a real-time job runs on the node the
+    /// agent holds a CPU latency request of 0 µs (`/dev/cpu_dma_latency`),
+    /// so idle CPUs poll instead of halting and a rank's wake-up needs no
+    /// interrupt; released when the last RT job ends, and by the kernel
+    /// when the agent exits or crashes. `off`: never (see
+    /// `crate::low_latency`).
+    #[serde(default)]
+    pub low_latency_idle: LowLatencyIdle,
 }
 
 fn default_ratio() -> String {
@@ -94,6 +104,7 @@ impl Default for ClassesConfig {
             budget_slack_percent: default_slack(),
             ps_sleeper_credit_us: 0,
             counter_dir: None,
+            low_latency_idle: LowLatencyIdle::default(),
         }
     }
 }
@@ -194,6 +205,7 @@ mod tests {
             FairnessRatio::new(2, 1).unwrap()
         );
         assert_eq!((c.band().unwrap().lo(), c.band().unwrap().hi()), (21, 39));
+        assert_eq!(c.low_latency_idle, LowLatencyIdle::RtJobs);
         check_band(c.band().unwrap(), 20, 50).unwrap();
     }
 

@@ -20,6 +20,7 @@ mod export;
 mod gang;
 mod job_cpu;
 mod jobs;
+mod low_latency;
 pub mod plan;
 mod realise;
 mod record;
@@ -113,6 +114,9 @@ pub struct Engine<K: Kernel> {
     protected: Protected,
     /// The real-time priority the agent last gave itself (None: not yet).
     own_priority_applied: Option<u32>,
+    /// Whether the agent last asked to hold the CPU latency request (None:
+    /// not yet asked; see `low_latency.rs`).
+    low_latency_wanted: Option<bool>,
     /// The eBPF side's waiting detectors, as loaded.
     wait_detectors: Vec<crate::kernel::WaitDetectorState>,
     /// Launcher daemons that joined a job (orted, hydra_pmi_proxy): their
@@ -185,6 +189,7 @@ impl<K: Kernel> Engine<K> {
             events: Vec::new(),
             protected,
             own_priority_applied: None,
+            low_latency_wanted: None,
             wait_detectors,
             daemons: HashSet::new(),
         };

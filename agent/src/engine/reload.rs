@@ -150,6 +150,8 @@ impl<K: Kernel> Engine<K> {
     /// react and to switch on time), back to SCHED_OTHER otherwise. Reset on
     /// fork, so the processes the agent launches never inherit it.
     pub(super) fn update_own_priority(&mut self) {
+        // The same moments decide whether idle CPUs may halt.
+        self.update_low_latency();
         let priority = self.own_priority();
         if self.own_priority_applied == Some(priority) {
             return;

@@ -56,6 +56,7 @@ impl<K: Kernel> Engine<K> {
         for job in jobs {
             self.rt_job_ended(job);
         }
+        self.release_low_latency();
         for (outcome, n) in [
             ("restored", report.restored),
             ("gone", report.gone),

@@ -101,6 +101,12 @@ pub struct FakeKernel {
     pub deny_deadline: bool,
     /// First-frame gates published, by counter directory (the latest).
     pub first_frame_gates: BTreeMap<PathBuf, cosched_agent_common::first_frame::FirstFrameGate>,
+    /// The CPU latency request of 0 µs is held (`hold_low_latency`).
+    pub low_latency_held: bool,
+    /// Times the request was taken or released (a change each).
+    pub low_latency_changes: u32,
+    /// Refuse the request (no `/dev/cpu_dma_latency`, not permitted).
+    pub deny_low_latency: bool,
 }
 
 fn gone() -> io::Error {
@@ -325,6 +331,17 @@ impl Kernel for FakeKernel {
     fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()> {
         self.own_attr = *attr;
         self.calls.push(Call::SetOwnAttr(*attr));
+        Ok(())
+    }
+
+    fn hold_low_latency(&mut self, hold: bool) -> io::Result<()> {
+        if hold && self.deny_low_latency {
+            return Err(io::Error::from_raw_os_error(libc::EACCES));
+        }
+        if self.low_latency_held != hold {
+            self.low_latency_held = hold;
+            self.low_latency_changes += 1;
+        }
         Ok(())
     }
 

@@ -16,12 +16,30 @@ use crate::rt_frames::LinuxCounterFiles;
 
 pub struct Linux {
     probes: Probes,
+    /// `/dev/cpu_dma_latency` open with 0 written while the agent holds
+    /// low latency (closing it drops the request).
+    cpu_latency: Option<fs::File>,
 }
 
 impl Linux {
     pub fn new(probes: Probes) -> Self {
-        Self { probes }
+        Self {
+            probes,
+            cpu_latency: None,
+        }
     }
+}
+
+/// The kernel's CPU latency (PM QoS) request file.
+const CPU_DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
+/// Opens the request file and asks for 0 µs (a 32-bit binary value, as the
+/// kernel reads a 4-byte write).
+fn open_zero_latency_request() -> io::Result<fs::File> {
+    use std::io::Write as _;
+    let mut file = fs::OpenOptions::new().write(true).open(CPU_DMA_LATENCY)?;
+    file.write_all(&0i32.to_ne_bytes())?;
+    Ok(file)
 }
 
 /// PF_KTHREAD in the flags field of /proc/<pid>/stat.
@@ -336,6 +354,16 @@ impl Kernel for Linux {
     fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()> {
         // tid 0 = the calling thread.
         sched_setattr(0, attr)
+    }
+
+    fn hold_low_latency(&mut self, hold: bool) -> io::Result<()> {
+        match (hold, self.cpu_latency.is_some()) {
+            (true, false) => self.cpu_latency = Some(open_zero_latency_request()?),
+            // Dropping the file closes it: the kernel removes the request.
+            (false, true) => self.cpu_latency = None,
+            _ => {}
+        }
+        Ok(())
     }
 
     fn autogroup_enabled(&self) -> bool {

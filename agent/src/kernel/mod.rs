@@ -135,6 +135,11 @@ pub trait Kernel: TaskControl + FrameCounters {
     /// Sets the scheduling attributes of the calling thread (the agent's
     /// event loop).
     fn set_own_attr(&mut self, attr: &SchedAttr) -> io::Result<()>;
+    /// Holds (true) or releases (false) a CPU latency request of 0 µs for
+    /// the whole machine (PM QoS, `/dev/cpu_dma_latency`): idle CPUs poll
+    /// instead of halting. The kernel drops the request when its file is
+    /// closed, so the agent's exit or crash releases it too.
+    fn hold_low_latency(&mut self, hold: bool) -> io::Result<()>;
     /// Whether autogroup scheduling is on (a demoted task's session is then
     /// its own CFS group).
     fn autogroup_enabled(&self) -> bool;

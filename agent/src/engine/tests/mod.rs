@@ -8,6 +8,7 @@ use crate::kernel::{SchedAttr, SchedPolicy, fake::FakeKernel};
 mod attach;
 mod job_cpu;
 mod lifecycle;
+mod low_latency;
 mod reactions;
 mod record;
 mod rt;
