@@ -124,6 +124,10 @@ impl DynamicCoscheduler {
             spin_wait: Some(SpinWaitRule {
                 // The adaptive threshold was measured for plain SB only.
                 adapt_max_ns: None,
+                // EXPERIMENT (session 17, not landed): MPL-aware blocks.
+                few_competitors_ns: sb
+                    .mpl_aware
+                    .then(|| super::ids::us_to_ns(sb.max_spin_threshold_us)),
                 ..SpinWaitRule::block(sb)
             }),
             periodic: Some(pb.rule()),
