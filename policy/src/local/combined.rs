@@ -123,11 +123,10 @@ impl DynamicCoscheduler {
         let rules = Rules {
             spin_wait: Some(SpinWaitRule {
                 // The adaptive threshold was measured for plain SB only.
+                // MPL-aware blocking (`sb.mpl_aware`) applies as in plain
+                // SB: measured better than the fixed threshold on real MPI
+                // (docs/benchmarks.md, "PB-SB blocks MPL-aware").
                 adapt_max_ns: None,
-                // EXPERIMENT (session 17, not landed): MPL-aware blocks.
-                few_competitors_ns: sb
-                    .mpl_aware
-                    .then(|| super::ids::us_to_ns(sb.max_spin_threshold_us)),
                 ..SpinWaitRule::block(sb)
             }),
             periodic: Some(pb.rule()),
@@ -150,6 +149,10 @@ impl DynamicCoscheduler {
                 reported: true,
                 // The adaptive threshold was measured for plain SB only.
                 adapt_max_ns: None,
+                // Blocks at the threshold whoever shares the CPU: MPL-aware
+                // blocking was measured for SB and PB-SB, not next to DCS's
+                // per-message boosts.
+                few_competitors_ns: None,
                 ..SpinWaitRule::block(sb)
             }),
             ..Rules::default()
