@@ -123,6 +123,9 @@ impl DynamicCoscheduler {
         let rules = Rules {
             spin_wait: Some(SpinWaitRule {
                 // The adaptive threshold was measured for plain SB only.
+                // MPL-aware blocking (`sb.mpl_aware`) applies as in plain
+                // SB: measured better than the fixed threshold on real MPI
+                // (docs/benchmarks.md, "PB-SB blocks MPL-aware").
                 adapt_max_ns: None,
                 ..SpinWaitRule::block(sb)
             }),
@@ -146,6 +149,10 @@ impl DynamicCoscheduler {
                 reported: true,
                 // The adaptive threshold was measured for plain SB only.
                 adapt_max_ns: None,
+                // Blocks at the threshold whoever shares the CPU: MPL-aware
+                // blocking was measured for SB and PB-SB, not next to DCS's
+                // per-message boosts.
+                few_competitors_ns: None,
                 ..SpinWaitRule::block(sb)
             }),
             ..Rules::default()

@@ -92,7 +92,8 @@ pub struct SpinBlockParams {
     /// a spinner that long anyway).
     pub max_spin_threshold_us: u64,
     /// Block at `spin_threshold_us` only a spinner with at least two other
-    /// tasks competing for its CPU (plain `sb` only); one with fewer is
+    /// tasks competing for its CPU (`sb` and `pb-sb`; `dcs-sb` keeps the
+    /// fixed threshold, not measured with this rule); one with fewer is
     /// blocked only once its spin reaches `max_spin_threshold_us`. With one
     /// other task the report of its long spin already hands its CPU over
     /// (the agent's wake-up there makes the kernel pick again, and there is
@@ -100,7 +101,8 @@ pub struct SpinBlockParams {
     /// the boosted wake that preempts the other job, agent wake-ups
     /// (docs/benchmarks.md, "SB at MPL 2" and "(session 16)"). Default
     /// true: measured better than the fixed threshold at two jobs per CPU
-    /// and the same at three.
+    /// and the same at three, for `sb` and for `pb-sb` (docs/benchmarks.md,
+    /// "PB-SB blocks MPL-aware").
     pub mpl_aware: bool,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
@@ -198,7 +200,7 @@ pub(crate) struct SpinWaitRule {
     /// Adapt the threshold to how blocks turn out, up to this, ns
     /// ([`SpinTime::adaptive`]; the threshold is the block's price).
     pub adapt_max_ns: Option<u64>,
-    /// MPL-aware blocking (plain SB's `mpl_aware`): a spinner with fewer
+    /// MPL-aware blocking (`sb.mpl_aware`; SB and PB-SB): a spinner with fewer
     /// than [`BLOCK_COMPETITORS`] other tasks competing for its CPU is not
     /// blocked before this much on-CPU spin, ns
     /// ([`DynamicCoscheduler::block_after_ns`]).
@@ -228,8 +230,10 @@ impl SpinWaitRule {
             adapt_max_ns: params
                 .adapt_threshold
                 .then(|| us_to_ns(params.max_spin_threshold_us)),
-            // Set by plain SB alone (`DynamicCoscheduler::spin_block`).
-            few_competitors_ns: None,
+            // DCS-SB opts out (`DynamicCoscheduler::dcs_sb`).
+            few_competitors_ns: params
+                .mpl_aware
+                .then(|| us_to_ns(params.max_spin_threshold_us)),
             max_hold_ns: us_to_ns(params.max_block_us),
             wake_boost: params.wake_boost.then(|| BoostRule {
                 prio: params.wake_boost_prio,
@@ -273,14 +277,7 @@ impl DynamicCoscheduler {
     /// `sb`: spin-block receives; woken (and boosted) on message arrival.
     pub fn spin_block(params: &SpinBlockParams, fairness: &FairnessParams) -> Self {
         let rules = Rules {
-            spin_wait: Some(SpinWaitRule {
-                // Measured for plain SB only: PB-SB and DCS-SB block at the
-                // threshold whoever shares the CPU.
-                few_competitors_ns: params
-                    .mpl_aware
-                    .then(|| us_to_ns(params.max_spin_threshold_us)),
-                ..SpinWaitRule::block(params)
-            }),
+            spin_wait: Some(SpinWaitRule::block(params)),
             ..Rules::default()
         };
         Self::with_rules(PolicyKind::Sb, rules, fairness)

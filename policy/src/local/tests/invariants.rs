@@ -565,15 +565,17 @@ proptest! {
         oracle.finish();
     }
 
-    /// MPL-aware SB with its bound beyond the run (≤ 80 steps of ≤ 3 ms,
-    /// then 2 s of quiet): a spinner that shares its CPU with one other task
-    /// at most is never blocked, whatever happens.
+    /// MPL-aware SB or PB-SB with its bound beyond the run (≤ 80 steps of
+    /// ≤ 3 ms, then 2 s of quiet): a spinner that shares its CPU with one
+    /// other task at most is never blocked, whatever happens.
     #[test]
     fn mpl_aware_sb_never_blocks_a_spinner_with_one_other_task_before_its_bound(
+        pb in any::<bool>(),
         stop in any::<bool>(),
         steps in proptest::collection::vec((0u64..3_000, step()), 1..80),
     ) {
-        let mut config = LocalPolicyConfig::for_kind(PolicyKind::Sb);
+        let kind = if pb { PolicyKind::PbSb } else { PolicyKind::Sb };
+        let mut config = LocalPolicyConfig::for_kind(kind);
         config.sb.mpl_aware = true;
         config.sb.max_spin_threshold_us = 10_000_000;
         config.sb.block_by = if stop { BlockMethod::Stop } else { BlockMethod::Demote };

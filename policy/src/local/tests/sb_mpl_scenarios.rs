@@ -175,11 +175,42 @@ fn a_task_held_blocked_until_its_message_still_competes_for_its_cpu() {
     );
 }
 
+/// PB-SB's receives are SB's and follow the same rule: past its
+/// threshold, T1 next to one other task is left spinning (the report hands
+/// its CPU over) and blocked only once it has spun the bound.
 #[test]
-fn pb_sb_and_dcs_sb_block_at_the_threshold_next_to_one_other_task_when_sb_is_mpl_aware() {
-    for kind in [PolicyKind::PbSb, PolicyKind::DcsSb] {
-        let mut h = t1_spinning_from_1ms_next_to(sb(kind, true), &[(T2, JB)]);
-        h.advance_to(ms(1) + THRESHOLD);
-        assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD], "{kind:?}");
-    }
+fn pb_sb_does_not_block_a_spinner_next_to_one_other_task_at_its_threshold() {
+    let mut h = t1_spinning_from_1ms_next_to(sb(PolicyKind::PbSb, true), &[(T2, JB)]);
+    h.advance_to(ms(1) + THRESHOLD + us(100));
+    assert!(blocks(&h, T1).is_empty(), "{:?}", h.history(T1));
+    h.advance_to(ms(1) + BOUND - 1);
+    assert!(blocks(&h, T1).is_empty(), "{:?}", h.history(T1));
+    h.advance_to(ms(1) + BOUND);
+    assert_eq!(blocks(&h, T1), vec![ms(1) + BOUND]);
+}
+
+#[test]
+fn pb_sb_blocks_at_its_threshold_a_spinner_next_to_two_other_tasks() {
+    let mut h = t1_spinning_from_1ms_next_to(sb(PolicyKind::PbSb, true), &[(T2, JB), (T3, JC)]);
+    h.advance_to(ms(1) + THRESHOLD - 1);
+    assert!(blocks(&h, T1).is_empty(), "{:?}", h.history(T1));
+    h.advance_to(ms(1) + THRESHOLD);
+    assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD]);
+}
+
+/// `mpl_aware = false` restores PB-SB's fixed threshold.
+#[test]
+fn pb_sb_with_the_fixed_threshold_blocks_next_to_one_other_task_at_its_threshold() {
+    let mut h = t1_spinning_from_1ms_next_to(sb(PolicyKind::PbSb, false), &[(T2, JB)]);
+    h.advance_to(ms(1) + THRESHOLD);
+    assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD]);
+}
+
+/// DCS-SB keeps the fixed threshold (MPL-aware blocking was not measured
+/// next to its per-message boosts).
+#[test]
+fn dcs_sb_blocks_at_the_threshold_next_to_one_other_task_even_when_sb_is_mpl_aware() {
+    let mut h = t1_spinning_from_1ms_next_to(sb(PolicyKind::DcsSb, true), &[(T2, JB)]);
+    h.advance_to(ms(1) + THRESHOLD);
+    assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD]);
 }
