@@ -2,8 +2,9 @@
 //! (issue 15 item 1): admission, the x:y shares and the frame accounting.
 
 use cosched_policy::classes::{AdmissionRule, FairnessRatio, RtSpec};
-use cosched_sim::classes::tdm::simulate_tdm_jobs;
-use cosched_sim::classes::{ClassJob, ClassJobKind, ClassSimParams, simulate_tdm};
+use cosched_sim::classes::{
+    ClassJob, ClassJobKind, ClassScheme, ClassSimParams, simulate_class_jobs, simulate_classes,
+};
 
 const MS: u64 = 1_000_000;
 
@@ -47,7 +48,7 @@ fn under_2dcs_tdm_admitted_rt_jobs_miss_no_frame_beside_a_backlogged_be_job() {
         rt(1, 0, 2, spec, 50),
         rt(2, 0, 2, spec, 50),
     ];
-    let report = simulate_tdm_jobs(&params, &jobs);
+    let report = simulate_class_jobs(&params, &jobs);
     assert_eq!(report.rt_rejected, 0);
     assert_eq!(report.rt_frames_expected, 2 * 2 * 50 * 2);
     assert_eq!(report.rt_frames_missed, 0, "{report:?}");
@@ -61,12 +62,12 @@ fn under_2dcs_tdm_an_rt_job_past_the_admission_bound_is_rejected_and_without_adm
     let jobs = [be(0, 0, 1, 10_000 * MS), rt(1, 0, 1, spec, 20)];
     let mut params = two_nodes(FairnessRatio { rt: 1, be: 1 }, AdmissionRule::Deterministic);
     params.nodes = 1;
-    let admitted = simulate_tdm_jobs(&params, &jobs);
+    let admitted = simulate_class_jobs(&params, &jobs);
     assert_eq!((admitted.rt_jobs, admitted.rt_rejected), (1, 1));
     assert_eq!(admitted.rt_frames_expected, 0);
 
     params.admission = AdmissionRule::None;
-    let unchecked = simulate_tdm_jobs(&params, &jobs);
+    let unchecked = simulate_class_jobs(&params, &jobs);
     assert_eq!(unchecked.rt_rejected, 0);
     assert!(unchecked.rt_frames_missed > 0, "{unchecked:?}");
 }
@@ -78,7 +79,7 @@ fn under_2dcs_tdm_both_classes_backlogged_get_their_x_to_y_shares() {
     let spec = RtSpec::new(20 * MS, 2, 20 * MS).unwrap();
     let params = two_nodes(FairnessRatio { rt: 3, be: 1 }, AdmissionRule::None);
     let jobs = [be(0, 0, 2, 1_000_000 * MS), rt(1, 0, 2, spec, 100)];
-    let report = simulate_tdm_jobs(&params, &jobs);
+    let report = simulate_class_jobs(&params, &jobs);
     // The run goes on until the BE job ends; judge the RT job's 4 s.
     let rt_share = report.rt_cpu_ns as f64 / (2.0 * 4_000.0 * MS as f64);
     assert!((rt_share - 0.75).abs() < 0.01, "RT share {rt_share}");
@@ -91,7 +92,7 @@ fn under_2dcs_tdm_an_idle_division_is_lent_to_the_other_class() {
     // BE alone: it gets the RT division too (lent), and nothing idles
     // until it ends.
     let params = two_nodes(FairnessRatio { rt: 1, be: 1 }, AdmissionRule::Deterministic);
-    let report = simulate_tdm_jobs(&params, &[be(0, 0, 2, 100 * MS)]);
+    let report = simulate_class_jobs(&params, &[be(0, 0, 2, 100 * MS)]);
     assert_eq!(report.be_cpu_ns, 2 * 100 * MS);
     assert_eq!(report.be_lent_ns, 2 * 50 * MS);
     assert!((report.be_mean_response_s - 0.1).abs() < 1e-9);
@@ -105,10 +106,39 @@ fn a_class_stream_gives_the_same_report_for_the_same_seed_and_another_for_anothe
         be_work_mean_ns: 200 * MS,
         ..ClassSimParams::default()
     };
-    let a = serde_json::to_string(&simulate_tdm(&params)).unwrap();
-    let b = serde_json::to_string(&simulate_tdm(&params)).unwrap();
+    let a = serde_json::to_string(&simulate_classes(&params)).unwrap();
+    let b = serde_json::to_string(&simulate_classes(&params)).unwrap();
     assert_eq!(a, b);
     let other =
-        serde_json::to_string(&simulate_tdm(&ClassSimParams { seed: 2, ..params })).unwrap();
+        serde_json::to_string(&simulate_classes(&ClassSimParams { seed: 2, ..params })).unwrap();
     assert_ne!(a, other);
+}
+
+#[test]
+fn under_2dcs_ps_both_classes_backlogged_share_each_node_x_to_y_by_virtual_time() {
+    let spec = RtSpec::new(20 * MS, 2, 20 * MS).unwrap();
+    let params = ClassSimParams {
+        scheme: ClassScheme::TwoDcsPs,
+        ..two_nodes(FairnessRatio { rt: 1, be: 3 }, AdmissionRule::None)
+    };
+    let jobs = [be(0, 0, 2, 1_000_000 * MS), rt(1, 0, 2, spec, 100)];
+    let report = simulate_class_jobs(&params, &jobs);
+    let rt_share = report.rt_cpu_ns as f64 / (2.0 * 4_000.0 * MS as f64);
+    assert!((rt_share - 0.25).abs() < 0.01, "RT share {rt_share}");
+    assert_eq!(report.scheme, "2dcs-ps");
+}
+
+#[test]
+fn under_2dcs_ps_admitted_rt_jobs_meet_their_frames_beside_a_backlogged_be_job() {
+    // Light RT load (2 × 2 ms per 40 ms window, 10 %) well inside the RT
+    // share: proportional share serves it without a division clock.
+    let spec = RtSpec::new(20 * MS, 2, 2 * MS).unwrap();
+    let params = ClassSimParams {
+        scheme: ClassScheme::TwoDcsPs,
+        ..two_nodes(FairnessRatio { rt: 1, be: 1 }, AdmissionRule::Deterministic)
+    };
+    let jobs = [be(0, 0, 2, 10_000 * MS), rt(1, 0, 2, spec, 50)];
+    let report = simulate_class_jobs(&params, &jobs);
+    assert_eq!(report.rt_rejected, 0);
+    assert_eq!(report.rt_frames_missed, 0, "{report:?}");
 }

@@ -5,7 +5,7 @@ use cosched_policy::classes::{AdmissionRule, FairnessRatio};
 
 use super::params::{ClassScheme, ClassSimParams};
 use super::report::ClassReport;
-use super::tdm::simulate_tdm;
+use super::run::simulate_classes;
 
 /// Flags of the BE/RT schemes; `--nodes`, `--jobs`, `--seed` and
 /// `--max-size` are the CLI's own.
@@ -26,6 +26,9 @@ pub struct ClassArgs {
     /// Δ of 2DCS-TDM.
     #[arg(long, default_value_t = 10.0)]
     pub division_ms: f64,
+    /// 2DCS-PS's quantum.
+    #[arg(long, default_value_t = 4.0)]
+    pub ps_quantum_ms: f64,
     /// d of the RT jobs.
     #[arg(long, default_value_t = 20.0)]
     pub rt_period_ms: f64,
@@ -85,6 +88,7 @@ pub fn sweep(
         nodes,
         ratio: parse_ratio(&args.ratio)?,
         division_ns: ms(args.division_ms),
+        ps_quantum_ns: ms(args.ps_quantum_ms),
         jobs,
         rt_share: args.rt_share,
         max_size,
@@ -108,9 +112,7 @@ pub fn sweep(
                 admission: parse_admission(rule)?,
                 ..base.clone()
             };
-            out.push(match scheme {
-                ClassScheme::TwoDcsTdm => simulate_tdm(&params),
-            });
+            out.push(simulate_classes(&params));
         }
     }
     Ok(out)

@@ -7,22 +7,23 @@
 //! BE processes compute their work under processor sharing. Admission,
 //! placement, the division clock, the per-node class decision, EDF and the
 //! frame accounting are the policy crate's own (`AdmissionRule::admit`,
-//! `allocate_be`, `DivisionClock`, `tdm::decide`, `ProcessFrames`): the
+//! `allocate_be`, `DivisionClock`, `tdm::decide`, `PsNode`, `EdfOrder`,
+//! `ProcessFrames`): the
 //! simulator only supplies time and work.
 //!
 //! - [`params`]: the scheme, cluster and job stream.
 //! - [`stream`]: BE and RT jobs from a seed.
-//! - [`tdm`]: 2DCS-TDM, the run.
+//! - [`run`]: the run, 2DCS-TDM or 2DCS-PS.
 //! - [`report`]: `bench rt`'s rows (BE response and throughput, RT miss and
 //!   rejection ratios) and the CPU split between the classes.
 
 pub mod cli;
 pub mod params;
 pub mod report;
+pub mod run;
 pub mod stream;
-pub mod tdm;
 
 pub use params::{ClassScheme, ClassSimParams};
 pub use report::ClassReport;
+pub use run::{simulate_class_jobs, simulate_classes};
 pub use stream::{ClassJob, ClassJobKind, class_stream};
-pub use tdm::simulate_tdm;

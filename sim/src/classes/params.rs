@@ -10,6 +10,9 @@ pub enum ClassScheme {
     /// 2DCS-TDM: a global division clock, RT then BE in x:y of every Δ,
     /// each class lending its division when it has nothing to run.
     TwoDcsTdm,
+    /// 2DCS-PS: each node alone picks the class by virtual time (x:y
+    /// proportional share), no global clock.
+    TwoDcsPs,
 }
 
 impl std::str::FromStr for ClassScheme {
@@ -17,8 +20,9 @@ impl std::str::FromStr for ClassScheme {
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "2dcs-tdm" => Ok(Self::TwoDcsTdm),
+            "2dcs-ps" => Ok(Self::TwoDcsPs),
             other => Err(format!(
-                "unknown BE/RT scheme {other:?} (expected 2dcs-tdm; 1gs and 2dcs-ps are not simulated yet)"
+                "unknown BE/RT scheme {other:?} (expected 2dcs-tdm or 2dcs-ps; 1gs is not simulated yet)"
             )),
         }
     }
@@ -32,8 +36,11 @@ pub struct ClassSimParams {
     pub nodes: usize,
     /// x:y, RT to BE.
     pub ratio: FairnessRatio,
-    /// Δ, the division period.
+    /// Δ, the division period (2DCS-TDM).
     pub division_ns: u64,
+    /// 2DCS-PS: a node with both classes ready looks again after this long
+    /// (a scheduler quantum) if nothing else happens first.
+    pub ps_quantum_ns: u64,
     pub admission: AdmissionRule,
     /// Jobs per second (BE and RT together, Poisson).
     pub arrival_rate_per_s: f64,
@@ -61,6 +68,7 @@ impl Default for ClassSimParams {
             nodes: 16,
             ratio: FairnessRatio { rt: 1, be: 1 },
             division_ns: 10_000_000,
+            ps_quantum_ns: 4_000_000,
             admission: AdmissionRule::Deterministic,
             arrival_rate_per_s: 4.0,
             jobs: 200,

@@ -1,10 +1,11 @@
-//! 2DCS-TDM over a job stream: the coordinator's admission and placement,
-//! the division clock, and on every node the policy crate's class decision
-//! and EDF order, applied to simulated time.
+//! A BE/RT scheme over a job stream: the coordinator's admission and
+//! placement (2DCS-PS uses 2DCS-TDM's), and on every node the policy crate's
+//! choice of class — 2DCS-TDM's division clock and class decision, or
+//! 2DCS-PS's virtual times — and EDF order, applied to simulated time.
 //!
 //! Between two cluster events (an arrival, an RT job's departure) nodes do
 //! not interact, so each node is advanced on its own, segment by segment: a
-//! segment ends at the division's end, the running frame's completion, a BE
+//! segment ends at the division's end (2DCS-TDM) or the PS quantum, the running frame's completion, a BE
 //! process's completion or an RT process's window end, whichever is first,
 //! and the decision is taken again there (the agent re-decides on exactly
 //! these changes).
@@ -13,13 +14,13 @@ use std::collections::BTreeMap;
 
 use cosched_policy::classes::tdm::{ClassDecision, DivisionClock, allocate_be, decide};
 use cosched_policy::classes::{
-    BudgetParams, ClassLedger, DivisionCost, FrameReading, FrameState, FrameTotals, ProcessFrames,
-    RtJob, RtLoadModel, RtTask,
+    BudgetParams, Class, ClassLedger, DivisionCost, EdfOrder, FrameReading, FrameState,
+    FrameTotals, ProcessFrames, PsNode, PsParams, Readiness, RtJob, RtLoadModel, RtTask,
 };
 use cosched_policy::global::JobId;
 use cosched_policy::local::TaskId;
 
-use super::params::ClassSimParams;
+use super::params::{ClassScheme, ClassSimParams};
 use super::report::ClassReport;
 use super::stream::{ClassJob, ClassJobKind, class_stream};
 
@@ -38,10 +39,21 @@ struct BeProc {
     left_ns: u64,
 }
 
-#[derive(Default)]
 struct Node {
     rt: Vec<RtProc>,
     be: Vec<BeProc>,
+    /// 2DCS-PS's per-node scheduler.
+    ps: Option<PsNode>,
+}
+
+/// How a node picks its class.
+enum Chooser {
+    Tdm(DivisionClock),
+    /// 2DCS-PS, with the quantum after which a node looks again when
+    /// nothing else happens.
+    Ps {
+        quantum_ns: u64,
+    },
 }
 
 /// Per-class CPU, summed over nodes.
@@ -60,25 +72,48 @@ struct BeJob {
     finish_ns: Option<u64>,
 }
 
-/// Simulates `params`' stream under 2DCS-TDM.
-pub fn simulate_tdm(params: &ClassSimParams) -> ClassReport {
-    simulate_tdm_jobs(params, &class_stream(params))
+/// Simulates `params`' stream under `params.scheme`.
+pub fn simulate_classes(params: &ClassSimParams) -> ClassReport {
+    simulate_class_jobs(params, &class_stream(params))
 }
 
-/// Simulates `jobs` (sorted by arrival) under 2DCS-TDM with `params`'
-/// cluster, ratio, division and admission.
-pub fn simulate_tdm_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassReport {
-    let clock = DivisionClock::new(params.division_ns, params.ratio, 0)
-        .expect("the division period gives each class at least 1 ns");
+/// Simulates `jobs` (sorted by arrival) under `params`' scheme, cluster,
+/// ratio, division and admission.
+pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassReport {
+    let (chooser, division) = match params.scheme {
+        ClassScheme::TwoDcsTdm => (
+            Chooser::Tdm(
+                DivisionClock::new(params.division_ns, params.ratio, 0)
+                    .expect("the division period gives each class at least 1 ns"),
+            ),
+            Some(DivisionCost {
+                period_ns: params.division_ns,
+                switch_ns: 0,
+            }),
+        ),
+        ClassScheme::TwoDcsPs => (
+            Chooser::Ps {
+                quantum_ns: params.ps_quantum_ns.max(1),
+            },
+            None,
+        ),
+    };
     let model = RtLoadModel {
-        division: Some(DivisionCost {
-            period_ns: params.division_ns,
-            switch_ns: 0,
-        }),
+        division,
         ..RtLoadModel::bare(params.ratio)
     };
+    let ps = PsParams {
+        ratio: params.ratio,
+        sleeper_credit: 0,
+    };
     let mut ledger = ClassLedger::new(params.nodes);
-    let mut nodes: Vec<Node> = (0..params.nodes).map(|_| Node::default()).collect();
+    let mut nodes: Vec<Node> = (0..params.nodes)
+        .map(|_| Node {
+            rt: Vec::new(),
+            be: Vec::new(),
+            ps: matches!(chooser, Chooser::Ps { .. }).then(|| PsNode::new(ps, 0)),
+        })
+        .collect();
     let mut usage = Usage::default();
     let mut be_jobs: BTreeMap<u64, BeJob> = BTreeMap::new();
     let mut departures: BTreeMap<(u64, u64), ()> = BTreeMap::new();
@@ -98,7 +133,7 @@ pub fn simulate_tdm_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassRep
             (None, None) => break,
         };
         for node in &mut nodes {
-            advance(node, now, until, &clock, &mut usage, &mut be_jobs);
+            advance(node, now, until, &chooser, &mut usage, &mut be_jobs);
         }
         now = until;
         for (&id, job) in &be_jobs {
@@ -180,7 +215,7 @@ fn advance(
     node: &mut Node,
     from: u64,
     until: u64,
-    clock: &DivisionClock,
+    chooser: &Chooser,
     usage: &mut Usage,
     be_jobs: &mut BTreeMap<u64, BeJob>,
 ) {
@@ -189,7 +224,6 @@ fn advance(
         for p in &mut node.rt {
             p.frames.tick(t);
         }
-        let division = clock.division_at(t);
         let tasks: Vec<RtTask> = node
             .rt
             .iter()
@@ -203,11 +237,35 @@ fn advance(
             })
             .collect();
         let be_ready = !node.be.is_empty();
-        let mut end = until.min(division.end_ns);
+        let mut end = until;
         for p in &node.rt {
             end = end.min(p.frames.next_wakeup_ns());
         }
-        match decide(division.class, &tasks, be_ready) {
+        let decision = match chooser {
+            Chooser::Tdm(clock) => {
+                let division = clock.division_at(t);
+                end = end.min(division.end_ns);
+                decide(division.class, &tasks, be_ready)
+            }
+            Chooser::Ps { quantum_ns } => {
+                end = end.min(t + quantum_ns);
+                let order = EdfOrder::of(&tasks);
+                let ready = Readiness {
+                    rt: !order.due.is_empty(),
+                    be: be_ready,
+                };
+                let ps = node.ps.as_mut().expect("a 2DCS-PS node has its scheduler");
+                match ps.on_event(t, ready) {
+                    Some(Class::RealTime) => ClassDecision::RealTime {
+                        order: order.due,
+                        lent: false,
+                    },
+                    Some(Class::BestEffort) => ClassDecision::BestEffort { lent: false },
+                    None => ClassDecision::Idle,
+                }
+            }
+        };
+        match decision {
             ClassDecision::RealTime { order, lent } => {
                 let p = &mut node.rt[order[0].0 as usize];
                 end = end.min(t + p.frame_left_ns);
@@ -277,7 +335,11 @@ fn report(
     let span_s = (last.saturating_sub(first)) as f64 / 1e9;
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     ClassReport {
-        scheme: "2dcs-tdm".into(),
+        scheme: match params.scheme {
+            ClassScheme::TwoDcsTdm => "2dcs-tdm",
+            ClassScheme::TwoDcsPs => "2dcs-ps",
+        }
+        .into(),
         admission: admission_label(params),
         arrival_rate_per_s: params.arrival_rate_per_s,
         rt_share: params.rt_share,
