@@ -8,6 +8,7 @@
 //! - [`workload`]: jobs, a statistical stream, SWF traces.
 //! - [`run`]: one simulation from configuration to [`metrics::Report`].
 
+pub mod classes;
 pub mod config;
 pub mod dedicated;
 pub mod executive;

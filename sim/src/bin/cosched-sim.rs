@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use cosched_policy::local::PolicyKind;
+use cosched_sim::classes::ClassScheme;
+use cosched_sim::classes::cli::{ClassArgs, sweep};
 use cosched_sim::config::{GlobalMode, SimConfig};
 use cosched_sim::workload::{
     JobShape, JobSpec, Pattern, RecvMode, StreamParams, generate, parse_swf, shape_jobs,
@@ -30,7 +32,8 @@ struct Cli {
     /// Maximum multiprogramming level (matrix rows).
     #[arg(long)]
     mpl: Option<usize>,
-    /// Global policies to compare, comma-separated: local, fcfs, gang, paired-gang.
+    /// Global policies to compare, comma-separated: local, fcfs, gang,
+    /// paired-gang; or one BE/RT scheme, 2dcs-tdm or 2dcs-ps (with the BE/RT flags).
     #[arg(long, default_value = "gang")]
     global: String,
     /// Local policies to compare, comma-separated: local, dcs, sb, sy, pb, pb-sb, dcs-sb, fcs.
@@ -112,6 +115,8 @@ struct Cli {
     /// Seed of the nodes' tick phases and noise (default: `[cluster] seed`).
     #[arg(long)]
     cluster_seed: Option<u64>,
+    #[command(flatten)]
+    classes: ClassArgs,
 }
 
 /// One configuration's rates over `--window-ms`.
@@ -231,6 +236,13 @@ fn workload(cli: &Cli, config: &SimConfig) -> Result<Vec<JobSpec>> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let base = base_config(&cli)?;
+    if let Ok(scheme) = cli.global.parse::<ClassScheme>() {
+        let nodes = base.cluster.nodes as usize;
+        let max_size = cli.max_size.map_or(nodes, |m| m as usize);
+        let reports = sweep(scheme, &cli.classes, nodes, cli.jobs, max_size, cli.seed)
+            .map_err(anyhow::Error::msg)?;
+        return write_json(&cli, &reports);
+    }
     let jobs = workload(&cli, &base)?;
     let progress = cli
         .progress
