@@ -102,9 +102,11 @@ pub fn preempted(t: &mut TaskStats, now: u64, gap_ns: u64) {
 
 /// The task stopped waiting at `now` (data arrived, it sent, it blocked or
 /// exited): the episode ends, and the stretch since its last empty wait is
-/// credited as spin unless it was computation past the gap.
+/// credited as spin unless it was computation past the gap. Stamps the
+/// end (`TaskStats::last_wait_end_ns`) even outside an episode.
 #[inline(always)]
 pub fn end(t: &mut TaskStats, now: u64, gap_ns: u64) {
+    t.last_wait_end_ns = now;
     if t.spin_episode_start_ns != 0 {
         let stretch = oncpu_since_wait(t, now);
         if stretch <= gap_ns {
@@ -185,6 +187,20 @@ mod tests {
         assert!(!in_spin_episode(&t, 900_061, GAP));
         assert!(!empty_wait(&mut t, 900_030, GAP), "the same episode");
         assert_eq!(t.spin_ns, 70, "40 before the preemption, 30 after");
+    }
+
+    #[test]
+    fn only_a_real_end_of_the_wait_is_stamped_not_the_gap() {
+        let mut t = running_since(0);
+        empty_wait(&mut t, 10, GAP);
+        // On CPU past the gap (computing, or a stalled vCPU), then preempted.
+        switch_out(&mut t, 10 + GAP + 1);
+        assert!(!in_spin_episode(&t, 10 + GAP + 1, GAP));
+        assert_eq!(t.last_wait_end_ns, 0, "the gap alone is not a wait end");
+        switch_in(&mut t, 500);
+        empty_wait(&mut t, 510, GAP);
+        end(&mut t, 520, GAP);
+        assert_eq!(t.last_wait_end_ns, 520, "data, a send or a block is");
     }
 
     #[test]

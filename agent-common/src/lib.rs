@@ -295,8 +295,17 @@ pub struct TaskStats {
     /// to read (an empty wait that looked at the sockets; a yield looks at
     /// none). Kept across episodes. See [`TaskStats::message_pending`].
     pub last_found_empty_ns: u64,
+    /// Time the task last stopped waiting by itself: a receive that
+    /// returned data, a send, a block (voluntary switch-out) or its exit
+    /// (`episode::end`), 0 if never. Passing the spin gap is not such an
+    /// end: on a virtual machine a stalled vCPU (hypervisor steal, measured
+    /// here up to 7 ms) looks like on-CPU time without an empty wait, so a
+    /// gap-only end can be a spinner that never stopped spinning. A policy
+    /// that holds a waiting task hands it back on a wait end stamped after
+    /// the hold began, never on the gap alone.
+    pub last_wait_end_ns: u64,
 }
-const _: () = assert!(core::mem::size_of::<TaskStats>() == 224);
+const _: () = assert!(core::mem::size_of::<TaskStats>() == 232);
 
 impl TaskStats {
     /// A message is waiting to be read: the latest arrival came after the

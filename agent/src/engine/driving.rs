@@ -193,7 +193,9 @@ fn trace_tick_view(now: u64, live: &[(u32, TaskStats)], holders: &[CpuHolder]) {
             arrival_us_ago = ago(s.last_arrival_ns),
             recv_ok_us_ago = ago(s.last_recv_ok_ns),
             found_empty_us_ago = ago(s.last_found_empty_ns),
+            wait_end_us_ago = ago(s.last_wait_end_ns),
             preempted = s.last_out_preempted,
+            voluntary_outs = s.switches_out_voluntary,
             "tick reads"
         );
     }

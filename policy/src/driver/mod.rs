@@ -142,6 +142,7 @@ pub fn task_snapshot(tid: u32, s: &TaskStats, now: u64, gap_ns: u64) -> TaskSnap
         pending_message: pending,
         preempted: s.on_cpu == 0 && s.last_out_preempted != 0,
         last_arrival_ns: s.last_arrival_ns,
+        last_wait_end_ns: s.last_wait_end_ns,
         oncpu_ns: s.oncpu_ns,
         arrivals: s.arrivals,
     }
@@ -859,6 +860,107 @@ mod tests {
             demoted_at,
             Some(waits_from + 4 * ms),
             "blocked at its 4 ms bound (alone on its CPU)"
+        );
+    }
+
+    /// Counters of a task alone on CPU 0 since 5 ms that has waited (empty
+    /// receives) from `from` until its latest empty look at `last_wait`.
+    fn spinning_alone(from: u64, last_wait: u64) -> TaskStats {
+        TaskStats {
+            on_cpu: 1,
+            switches_in: 1,
+            run_start_ns: 5_000_000,
+            last_run_start_ns: 5_000_000,
+            recv_ok: 1,
+            last_recv_ok_ns: from - 50_000,
+            last_wait_end_ns: from - 50_000,
+            sends: 1,
+            spin_episode_start_ns: from,
+            spin_last_ns: last_wait,
+            last_found_empty_ns: last_wait,
+            recv_empty: 1,
+            ..TaskStats::default()
+        }
+    }
+
+    /// SB (defaults) over a task spinning alone on its CPU from 10 ms on,
+    /// ticked at the wake-ups it asks for until it is demoted. Returns the
+    /// driver and the time of the demotion.
+    fn demoted_spinner(from: u64) -> (PolicyDriver, u64) {
+        let mut d = PolicyDriver::new(&LocalPolicyConfig::for_kind(PolicyKind::Sb), 1000).unwrap();
+        d.task_added(7, 1, 0);
+        let mut now = from + 1_000_000;
+        for _ in 0..10 {
+            d.tick(now, &[(7, spinning_alone(from, now))], &[(0, 7)]);
+            if levels_of(d.take_actions()).contains(&Level::Demote) {
+                return (d, now);
+            }
+            now = d.next_wakeup().expect("SB ticks while a task spins");
+        }
+        panic!("never demoted");
+    }
+
+    fn levels_of(actions: Vec<Action>) -> Vec<Level> {
+        actions
+            .into_iter()
+            .filter_map(|a| match a {
+                Action::SetLevel { level, .. } => Some(level),
+                Action::Refused { .. } => None,
+            })
+            .collect()
+    }
+
+    /// On a virtual machine the hypervisor can stall a vCPU for
+    /// milliseconds (measured here: 7 ms): a demoted spinner alone on its
+    /// CPU is then "on CPU" with no empty wait for longer than the spin
+    /// gap, as if it computed. It never stopped waiting (no data, no send,
+    /// no block): it stays demoted. (Handed back on the gap alone, it was
+    /// released with no message: the flaky spin-block root test.)
+    #[test]
+    fn a_demoted_spinner_whose_vcpu_stalls_past_the_spin_gap_stays_demoted() {
+        let ms = 1_000_000;
+        let from = 10 * ms;
+        let (mut d, demoted) = demoted_spinner(from);
+        // Spinning on after the demotion, then a 7 ms stall on its CPU.
+        let stall_from = demoted + 5 * ms;
+        d.tick(stall_from, &[(7, spinning_alone(from, stall_from))], &[(0, 7)]);
+        let stalled = stall_from + 7 * ms;
+        d.tick(stalled, &[(7, spinning_alone(from, stall_from))], &[(0, 7)]);
+        // The same stall ended by a preemption: the kernel side closes the
+        // episode (computed past the gap), still without a wait end.
+        let preempted = TaskStats {
+            on_cpu: 0,
+            last_out_preempted: 1,
+            switches_out_preempted: 1,
+            last_switch_out_ns: stalled + ms,
+            spin_episode_start_ns: 0,
+            spin_last_ns: 0,
+            ..spinning_alone(from, stall_from)
+        };
+        d.tick(stalled + 2 * ms, &[(7, preempted)], &[]);
+        assert_eq!(levels_of(d.take_actions()), vec![], "still demoted");
+    }
+
+    /// A demoted task that sends (or blocks) has stopped waiting by itself:
+    /// it is handed back even though no message was seen arriving.
+    #[test]
+    fn a_demoted_spinner_that_sends_is_handed_back() {
+        let ms = 1_000_000;
+        let from = 10 * ms;
+        let (mut d, demoted) = demoted_spinner(from);
+        let sent = demoted + 2 * ms;
+        let after_send = TaskStats {
+            sends: 2,
+            last_wait_end_ns: sent,
+            spin_episode_start_ns: 0,
+            spin_last_ns: 0,
+            ..spinning_alone(from, demoted)
+        };
+        d.tick(sent + ms, &[(7, after_send)], &[(0, 7)]);
+        assert_eq!(
+            levels_of(d.take_actions()),
+            vec![Level::Normal],
+            "handed back (on its CPU already: no wake boost)"
         );
     }
 

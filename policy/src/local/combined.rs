@@ -418,8 +418,24 @@ impl DynamicCoscheduler {
                     ..
                 }
             );
-            let wait_ended = !stopped && managed.obs.spin.is_none() && !managed.obs.pending_message;
-            let blocked = matches!(managed.hold, Hold::Blocked { .. });
+            // A held task's wait is over when the kernel side saw it stop
+            // waiting by itself (received, sent, blocked) after the hold
+            // began. An episode that only passed the spin gap is not
+            // enough: a stalled vCPU (hypervisor steal) looks the same as a
+            // task that computes, and handing a spinner back on it released
+            // it with no message (the flaky spin-block root test, session
+            // 18). A held task that computes after a message the kernel
+            // side did not see is handed back at its next send or block,
+            // or at the hold's bound.
+            let held_since = match managed.hold {
+                Hold::Blocked { since, .. } => Some(since),
+                _ => None,
+            };
+            let wait_ended = !stopped
+                && managed.obs.spin.is_none()
+                && !managed.obs.pending_message
+                && held_since.is_some_and(|since| snap.last_wait_end_ns > since);
+            let blocked = held_since.is_some();
             if missed_arrival {
                 self.on_message(snap.task, snap.on_cpu, out);
             } else if blocked && wait_ended {

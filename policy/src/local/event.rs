@@ -117,6 +117,11 @@ pub struct TaskSnapshot {
     pub preempted: bool,
     /// Kernel time of the last message arrival (0: none yet).
     pub last_arrival_ns: u64,
+    /// Kernel time the task last stopped waiting by itself: it received
+    /// data, sent, blocked or exited (0: never). A spin episode that only
+    /// passed the spin gap (`spinning_since` gone without such an end) may
+    /// be a stalled vCPU, not a task that stopped waiting.
+    pub last_wait_end_ns: u64,
     /// Total time on CPU (informational).
     pub oncpu_ns: u64,
     /// Message arrivals counted so far (informational).

@@ -160,6 +160,7 @@ fn cpu_times(t1_ns: u64, t2_ns: u64) -> NodeSnapshot {
         pending_message: false,
         preempted: false,
         last_arrival_ns: 0,
+        last_wait_end_ns: 0,
         oncpu_ns: t2_ns,
         arrivals: 0,
     });

@@ -41,6 +41,7 @@ pub fn message_pending_off_cpu(
             pending_message: true,
             preempted,
             last_arrival_ns: arrived_at,
+            last_wait_end_ns: 0,
             oncpu_ns: 0,
             arrivals: 1,
         }],

@@ -404,6 +404,9 @@ impl Oracle {
                             pending_message: s.pending,
                             preempted: s.runnable && !s.on_cpu,
                             last_arrival_ns: if s.pending { at } else { 0 },
+                            // A task seen not spinning stopped waiting by
+                            // itself (received, sent or blocked) just now.
+                            last_wait_end_ns: if s.spinning.is_none() { at } else { 0 },
                             oncpu_ns: 0,
                             arrivals: 0,
                         })

@@ -147,6 +147,7 @@ fn compute_neighbour_with_cpu(a_ms: u64, b_ms: u64) -> Harness {
         pending_message: false,
         preempted: !on_cpu,
         last_arrival_ns: 0,
+        last_wait_end_ns: 0,
         oncpu_ns,
         arrivals: 0,
     };
