@@ -20,7 +20,10 @@ use std::{
 
 use anyhow::{Context as _, Result};
 
-use crate::{cluster::CGROUP_ROOT, progress::say};
+use crate::{
+    cluster::{CGROUP_ROOT, cgroups},
+    progress::say,
+};
 
 /// Name prefix of the benches' cgroups; the pid follows.
 const PREFIX: &str = "cosched-bench-";
@@ -54,7 +57,7 @@ fn enter() -> Result<PathBuf> {
     let base = base()?;
     remove_stale(base);
     let dir = base.join(format!("{PREFIX}{}", std::process::id()));
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    cgroups::create(&dir)?;
     // Moves the whole process (every thread); children inherit it.
     fs::write(dir.join("cgroup.procs"), std::process::id().to_string())
         .with_context(|| format!("entering {}", dir.display()))?;
@@ -68,9 +71,7 @@ fn remove_stale(base: &Path) {
     };
     for entry in entries.flatten() {
         let is_bench = entry.file_name().to_string_lossy().starts_with(PREFIX);
-        let empty = fs::read_to_string(entry.path().join("cgroup.procs"))
-            .is_ok_and(|procs| procs.trim().is_empty());
-        if is_bench && empty {
+        if is_bench && cgroups::direct_members(&entry.path()).is_empty() {
             let _ = fs::remove_dir(entry.path());
         }
     }

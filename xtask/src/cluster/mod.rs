@@ -7,7 +7,7 @@
 //! what a crashed run left behind without the file.
 
 mod agent;
-mod cgroups;
+pub(crate) mod cgroups;
 pub mod coordinator;
 mod cpus;
 mod down;
