@@ -33,7 +33,7 @@ struct Cli {
     #[arg(long)]
     mpl: Option<usize>,
     /// Global policies to compare, comma-separated: local, fcfs, gang,
-    /// paired-gang; or one BE/RT scheme, 2dcs-tdm or 2dcs-ps (with the BE/RT flags).
+    /// paired-gang; or one BE/RT scheme, 2dcs-tdm, 2dcs-ps or 1gs (with the BE/RT flags).
     #[arg(long, default_value = "gang")]
     global: String,
     /// Local policies to compare, comma-separated: local, dcs, sb, sy, pb, pb-sb, dcs-sb, fcs.

@@ -8,16 +8,18 @@
 //! placement, the division clock, the per-node class decision, EDF and the
 //! frame accounting are the policy crate's own (`AdmissionRule::admit`,
 //! `allocate_be`, `DivisionClock`, `tdm::decide`, `PsNode`, `EdfOrder`,
-//! `ProcessFrames`): the
+//! `ProcessFrames`; under 1GS `OneLevelGang` and `OneLevelGangRotor`): the
 //! simulator only supplies time and work.
 //!
 //! - [`params`]: the scheme, cluster and job stream.
 //! - [`stream`]: BE and RT jobs from a seed.
 //! - [`run`]: the run, 2DCS-TDM or 2DCS-PS.
+//! - [`one_gs`]: the run under 1GS (`OneLevelGang` and its rotor).
 //! - [`report`]: `bench rt`'s rows (BE response and throughput, RT miss and
 //!   rejection ratios) and the CPU split between the classes.
 
 pub mod cli;
+pub mod one_gs;
 pub mod params;
 pub mod report;
 pub mod run;

@@ -14,23 +14,29 @@ use std::collections::BTreeMap;
 
 use cosched_policy::classes::tdm::{ClassDecision, DivisionClock, allocate_be, decide};
 use cosched_policy::classes::{
-    BudgetParams, Class, ClassLedger, DivisionCost, EdfOrder, FrameReading, FrameState,
-    FrameTotals, ProcessFrames, PsNode, PsParams, Readiness, RtJob, RtLoadModel, RtTask,
+    AdmissionRule, BudgetParams, Class, ClassLedger, DivisionCost, EdfOrder, FrameReading,
+    FrameState, FrameTotals, MeasuredWork, ProcessFrames, PsNode, PsParams, Readiness, RtJob,
+    RtLoadModel, RtTask, WorkMoments,
 };
 use cosched_policy::global::JobId;
 use cosched_policy::local::TaskId;
 
 use super::params::{ClassScheme, ClassSimParams};
 use super::report::ClassReport;
-use super::stream::{ClassJob, ClassJobKind, class_stream};
+use super::stream::{ClassJob, ClassJobKind, class_stream, rt_used_ns};
 
 /// One RT process on its node.
-struct RtProc {
-    job: u64,
-    frames: ProcessFrames,
-    work_ns: u64,
+pub(super) struct RtProc {
+    pub(super) job: u64,
+    /// Process index in the job's placement (the ledger's process).
+    pub(super) process: usize,
+    pub(super) frames: ProcessFrames,
+    /// CPU one frame really takes ([`rt_used_ns`]).
+    pub(super) work_ns: u64,
     /// CPU still needed by the frame in progress.
-    frame_left_ns: u64,
+    pub(super) frame_left_ns: u64,
+    /// Frames finished so far, for the measurement the ledger is given.
+    pub(super) frames_done: u64,
 }
 
 /// One BE process on its node.
@@ -58,18 +64,18 @@ enum Chooser {
 
 /// Per-class CPU, summed over nodes.
 #[derive(Default)]
-struct Usage {
-    rt: u64,
-    be: u64,
-    rt_lent: u64,
-    be_lent: u64,
-    idle: u64,
+pub(super) struct Usage {
+    pub(super) rt: u64,
+    pub(super) be: u64,
+    pub(super) rt_lent: u64,
+    pub(super) be_lent: u64,
+    pub(super) idle: u64,
 }
 
-struct BeJob {
-    arrival_ns: u64,
-    processes_left: usize,
-    finish_ns: Option<u64>,
+pub(super) struct BeJob {
+    pub(super) arrival_ns: u64,
+    pub(super) processes_left: usize,
+    pub(super) finish_ns: Option<u64>,
 }
 
 /// Simulates `params`' stream under `params.scheme`.
@@ -80,6 +86,9 @@ pub fn simulate_classes(params: &ClassSimParams) -> ClassReport {
 /// Simulates `jobs` (sorted by arrival) under `params`' scheme, cluster,
 /// ratio, division and admission.
 pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassReport {
+    if params.scheme == ClassScheme::OneLevelGang {
+        return super::one_gs::simulate_one_gs(params, jobs);
+    }
     let (chooser, division) = match params.scheme {
         ClassScheme::TwoDcsTdm => (
             Chooser::Tdm(
@@ -97,6 +106,7 @@ pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassR
             },
             None,
         ),
+        ClassScheme::OneLevelGang => unreachable!("1GS returned above"),
     };
     let model = RtLoadModel {
         division,
@@ -158,6 +168,12 @@ pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassR
             }
             ledger.remove(JobId(id));
         }
+        if matches!(
+            params.admission,
+            AdmissionRule::Statistical(_) | AdmissionRule::Probabilistic(_)
+        ) {
+            measure(&nodes, &mut ledger);
+        }
         while jobs.get(next).is_some_and(|j| j.arrival_ns <= now) {
             let job = &jobs[next];
             next += 1;
@@ -188,17 +204,20 @@ pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassR
                         rt_rejected += 1;
                         continue;
                     };
-                    for &n in &placement.nodes {
+                    let used_ns = rt_used_ns(params, job.id, &spec);
+                    for (process, &n) in placement.nodes.iter().enumerate() {
                         nodes[n].rt.push(RtProc {
                             job: job.id,
+                            process,
                             frames: ProcessFrames::new(
                                 spec,
                                 now,
                                 FrameReading::default(),
                                 BudgetParams::default(),
                             ),
-                            work_ns: spec.work_ns,
-                            frame_left_ns: spec.work_ns,
+                            work_ns: used_ns,
+                            frame_left_ns: used_ns,
+                            frames_done: 0,
                         });
                     }
                     let end = now.saturating_add(spec.window_ns().saturating_mul(windows));
@@ -208,6 +227,36 @@ pub fn simulate_class_jobs(params: &ClassSimParams, jobs: &[ClassJob]) -> ClassR
         }
     }
     report(params, &be_jobs, rt_jobs, rt_rejected, frames, &usage, now)
+}
+
+/// What the agents' frame reports tell the coordinator's ledger, for the
+/// statistical and probabilistic rules: each RT process's per-frame work
+/// (its p95 and its mean and deviation; constant per process here) once it
+/// finished a frame.
+fn measure(nodes: &[Node], ledger: &mut ClassLedger) {
+    for p in nodes.iter().flat_map(|node| &node.rt) {
+        if p.frames_done == 0 {
+            continue;
+        }
+        let job = JobId(p.job);
+        ledger.set_measured(
+            job,
+            p.process,
+            MeasuredWork {
+                frames: p.frames_done,
+                work_ns: p.work_ns,
+            },
+        );
+        ledger.set_moments(
+            job,
+            p.process,
+            WorkMoments {
+                frames: p.frames_done,
+                mean_ns: p.work_ns,
+                sd_ns: 0,
+            },
+        );
+    }
 }
 
 /// Runs one node from `from` to `until`.
@@ -273,6 +322,7 @@ fn advance(
                 p.frame_left_ns -= ran;
                 if p.frame_left_ns == 0 {
                     p.frames.credit(end, 1, p.work_ns);
+                    p.frames_done += 1;
                     p.frame_left_ns = p.work_ns;
                 }
                 usage.rt += ran;
@@ -315,7 +365,7 @@ fn advance(
     }
 }
 
-fn report(
+pub(super) fn report(
     params: &ClassSimParams,
     be_jobs: &BTreeMap<u64, BeJob>,
     rt_jobs: u64,
@@ -335,11 +385,7 @@ fn report(
     let span_s = (last.saturating_sub(first)) as f64 / 1e9;
     let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
     ClassReport {
-        scheme: match params.scheme {
-            ClassScheme::TwoDcsTdm => "2dcs-tdm",
-            ClassScheme::TwoDcsPs => "2dcs-ps",
-        }
-        .into(),
+        scheme: params.scheme.label().into(),
         admission: admission_label(params),
         arrival_rate_per_s: params.arrival_rate_per_s,
         rt_share: params.rt_share,
@@ -361,8 +407,7 @@ fn report(
     }
 }
 
-fn admission_label(params: &ClassSimParams) -> String {
-    use cosched_policy::classes::AdmissionRule;
+pub(super) fn admission_label(params: &ClassSimParams) -> String {
     match params.admission {
         AdmissionRule::None => "none",
         AdmissionRule::Deterministic => "deterministic",

@@ -5,7 +5,7 @@ use cosched_policy::classes::RtSpec;
 use serde::{Deserialize, Serialize};
 
 use super::params::ClassSimParams;
-use crate::rng::Rng;
+use crate::rng::{Rng, unit_from_key};
 
 /// What a job of the stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,8 +37,8 @@ pub fn class_stream(params: &ClassSimParams) -> Vec<ClassJob> {
             now += rng.exponential(mean_gap_ns).round() as u64;
             let processes = 1 + (rng.unit() * max_size as f64) as usize;
             let kind = if rng.unit() < params.rt_share {
-                let span = params.rt_work_max_ns.saturating_sub(params.rt_work_min_ns);
-                let work_ns = params.rt_work_min_ns + (rng.unit() * span as f64) as u64;
+                let max_ns = params.rt_work_max_ns.max(params.rt_work_min_ns);
+                let work_ns = rng.uniform(params.rt_work_min_ns as f64, max_ns as f64) as u64;
                 ClassJobKind::RealTime {
                     spec: RtSpec {
                         period_ns: params.rt_period_ns,
@@ -61,6 +61,20 @@ pub fn class_stream(params: &ClassSimParams) -> Vec<ClassJob> {
             }
         })
         .collect()
+}
+
+/// The CPU a process of RT job `id` really takes per frame: its declared
+/// τ scaled by a share uniform in [`rt_use_min`, 1], fixed per job by the
+/// seed and the id (so the stream itself does not change with it).
+///
+/// [`rt_use_min`]: ClassSimParams::rt_use_min
+pub fn rt_used_ns(params: &ClassSimParams, id: u64, spec: &RtSpec) -> u64 {
+    let low = params.rt_use_min.clamp(0.0, 1.0);
+    if low >= 1.0 {
+        return spec.work_ns;
+    }
+    let share = low + (1.0 - low) * unit_from_key(&[params.seed, id, 0x5254_5553]);
+    ((spec.work_ns as f64 * share).round() as u64).clamp(1, spec.work_ns)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! finish; under gang and paired gang the `policy` crate's rotation picks
 //! every slice and the nodes enforce it.
 
-use cosched_policy::global::{JobId, JobRequest, PlacedJob, SubmitOutcome};
+use cosched_policy::global::{JobId, JobRequest, PlacedJob, QuantumTiming, SubmitOutcome};
 
 use super::task::Task;
 use super::{Calendar, Cluster, Rotation, SimEvent};
@@ -92,7 +92,8 @@ impl Cluster {
                 .next_slice(&mut self.matrix, predictor)
                 .map(|paired| paired.slice),
         };
-        self.close_slice();
+        let first_unplanned = next.as_ref().map(|s| s.number + 1);
+        self.close_slice(first_unplanned);
         let Some(slice) = next else {
             self.slicing = false;
             self.slice = None;
@@ -135,8 +136,12 @@ impl Cluster {
     }
 
     /// Paired gang: reports each job's CPU utilisation in the slice that
-    /// ends (per process, as the agents measure it) to the predictor.
-    fn close_slice(&mut self) {
+    /// ends (per process, as the agents measure it) to the predictor, as the
+    /// coordinator does (`observe_timed_quantum`): the report comes after
+    /// the next slice was planned, so after a sharp change the next slice's
+    /// report is not the calibration. `first_unplanned` is the number after
+    /// the slice already planned (`None` when none was).
+    fn close_slice(&mut self, first_unplanned: Option<u64>) {
         let Rotation::Paired(..) = self.rotation else {
             return;
         };
@@ -144,6 +149,7 @@ impl Cluster {
             return;
         };
         let length = self.now.saturating_sub(self.slice_started).max(1) as f64;
+        let timing = quantum_timing(slice.number, first_unplanned);
         for job in slice.active_jobs() {
             let index = job.0 as usize;
             let Some(run) = self.jobs.get(index) else {
@@ -164,8 +170,39 @@ impl Cluster {
                 percents.push(used as f64 / length * 100.0);
             }
             if let Rotation::Paired(_, predictor) = &mut self.rotation {
-                let _ = predictor.observe_quantum(job, &percents);
+                let _ = predictor.observe_timed_quantum(job, timing, &percents);
             }
         }
+    }
+}
+
+/// Where the report of slice `ending` stands against the planning, as the
+/// coordinator's `learn_quantum` computes it: slices before
+/// `first_unplanned` were planned before the report was learnt (the one
+/// after `ending`, planned first, at least).
+fn quantum_timing(ending: u64, first_unplanned: Option<u64>) -> QuantumTiming {
+    QuantumTiming {
+        quantum: ending,
+        first_unplanned: first_unplanned.unwrap_or(ending + 1).max(ending + 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_of_a_slice_is_learnt_after_the_next_slice_was_planned() {
+        // Slice 7 ends, slice 8 was planned before its report: only slices
+        // from 9 on are planned knowing it (the coordinator's slice_counter).
+        assert_eq!(
+            quantum_timing(7, Some(9)),
+            QuantumTiming {
+                quantum: 7,
+                first_unplanned: 9
+            }
+        );
+        // The rotation stopped (no next slice): the next one is unplanned.
+        assert_eq!(quantum_timing(7, None).first_unplanned, 8);
     }
 }
