@@ -154,6 +154,7 @@ mod tests {
             slice_ns: 100_000_000,
             classes: Default::default(),
             schedule_ahead: true,
+            paired_schedule_ahead: false,
             schedule_clock: Default::default(),
         })
         .unwrap()

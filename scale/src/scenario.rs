@@ -39,6 +39,17 @@ pub struct ScenarioConfig {
     /// The coordinator's `schedule_ahead` (false: a `SwitchSlice` per slice
     /// to every agent, the protocol before 1.5).
     pub schedule_ahead: bool,
+    /// The coordinator's global policy (`gang`, `paired-gang`, ...).
+    pub policy: String,
+    /// The coordinator's `paired_schedule_ahead` (paired gang's slices
+    /// announced ahead too); written to its config only when set, so older
+    /// coordinators still start.
+    pub paired_schedule_ahead: bool,
+    /// Each stand-in reports every job it runs at this CPU utilisation with
+    /// its switch reports (`UtilReport`, the slice's quantum), as an agent
+    /// does; `None`: no utilisation (paired gang then predicts 100 % and
+    /// pairs nothing).
+    pub utilisation_percent: Option<f64>,
     pub max_rows: usize,
     /// Jobs submitted, each of `job_nodes` ranks.
     pub jobs: usize,
@@ -76,6 +87,9 @@ impl ScenarioConfig {
             slice_ms: 20,
             switch_lead_us: 0,
             schedule_ahead: true,
+            policy: "gang".into(),
+            paired_schedule_ahead: false,
+            utilisation_percent: None,
             max_rows: 4,
             jobs: 4,
             job_nodes: agents,
@@ -291,10 +305,11 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         .map(|i| format!("\"{}\"", node_name(i)))
         .collect();
     let text = format!(
-        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"gang\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\nswitch_lead_us = {}\nschedule_ahead = {}\n",
+        "nodes = [{}]\nlisten = \"{listen}\"\nadmin_socket = \"{}\"\nmetrics_listen = \"{metrics}\"\nsecret = \"hex:{SECRET_HEX}\"\nstate_file = \"{}\"\npolicy = \"{}\"\nslice_ms = {}\nmax_rows = {}\nheartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\nswitch_lead_us = {}\nschedule_ahead = {}\n",
         nodes.join(", "),
         socket.display(),
         dir.path().join("state.json").display(),
+        config.policy,
         config.slice_ms,
         config.max_rows,
         config.heartbeat_interval_ms,
@@ -302,6 +317,11 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
         config.switch_lead_us,
         config.schedule_ahead,
     );
+    let text = if config.paired_schedule_ahead {
+        text + "paired_schedule_ahead = true\n"
+    } else {
+        text
+    };
     let config_path = dir.path().join("coordinator.toml");
     std::fs::write(&config_path, text)?;
     let log = std::fs::File::create(dir.path().join("coordinator.log"))?;
@@ -475,6 +495,7 @@ pub fn run(config: ScenarioConfig, mut progress: impl FnMut(&str)) -> Result<Rep
         heartbeat_timeout: Duration::from_millis(config.heartbeat_timeout_ms),
         reconnect_min: Duration::from_millis(config.reconnect_min_ms),
         reconnect_max: Duration::from_millis(config.reconnect_max_ms),
+        utilisation: config.utilisation_percent.map(|percent| percent / 100.0),
     };
 
     // Registration: every stand-in at once.

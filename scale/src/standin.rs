@@ -55,6 +55,9 @@ pub struct AgentConfig {
     pub heartbeat_timeout: Duration,
     pub reconnect_min: Duration,
     pub reconnect_max: Duration,
+    /// CPU utilisation (0..=1) reported for every job run here with each
+    /// switch report; `None`: no utilisation reports.
+    pub utilisation: Option<f64>,
 }
 
 /// What the harness tells one agent.
@@ -271,6 +274,11 @@ impl Agent {
                     if reports && writer.send(&Message::SliceSwitched(report)).await.is_err() {
                         break Ended::Established;
                     }
+                    if let Some(quanta) = reports.then(|| self.utilisation(config, done.armed.slice)).flatten()
+                        && writer.send(&quanta).await.is_err()
+                    {
+                        break Ended::Established;
+                    }
                 }
                 command = commands.recv() => match command {
                     Some(Command::Drop) => break Ended::Established,
@@ -445,6 +453,26 @@ impl Agent {
 
     /// Whether a switch that fired is reported: a schedule's only on its
     /// report slices.
+    /// The utilisation report sent with a switch report, as the agent
+    /// sends its quanta: every job run here at the configured utilisation,
+    /// for the reported slice's quantum.
+    fn utilisation(&self, config: &AgentConfig, slice: u64) -> Option<Message> {
+        let utilisation = config.utilisation?;
+        let jobs: BTreeSet<u32> = self.jobs.iter().map(|&(job, _)| job).collect();
+        (!jobs.is_empty()).then(|| {
+            Message::UtilReport(UtilReport {
+                jobs: jobs
+                    .into_iter()
+                    .map(|job_id| JobUtilisation {
+                        job_id,
+                        quantum: slice,
+                        cpu_utilisation: utilisation,
+                    })
+                    .collect(),
+            })
+        })
+    }
+
     fn reports(&self, armed: &Armed) -> bool {
         match &self.schedule {
             Some(schedule) if armed.epoch == schedule.epoch => schedule.reports(armed.slice),

@@ -73,6 +73,16 @@ pub struct Config {
     /// per slice to every agent. Default true.
     #[serde(default = "default_schedule_ahead")]
     pub schedule_ahead: bool,
+    /// Announce paired gang's slices ahead too (with `schedule_ahead`): each
+    /// node gets its slices to the end of the next round as planned from
+    /// the current predictions, and a new schedule from the first slice a
+    /// prediction (or a job) changes. Scheduled agents send their quanta's
+    /// utilisation with their switch reports, one in ~100 ms, so the
+    /// predictor learns a quantum up to 100 ms later than with a
+    /// `SwitchSlice` per slice. Default false (paired gang's MPI cells were
+    /// measured with per-slice switches).
+    #[serde(default)]
+    pub paired_schedule_ahead: bool,
     /// A node's schedule is re-announced whenever its clock estimate moves
     /// until the offset is known to within this many µs (half the round
     /// trip of its best heartbeat), then only when it moves by more than

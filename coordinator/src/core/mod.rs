@@ -129,6 +129,8 @@ pub struct CoreConfig {
     /// Gang slices announced ahead to agents of protocol 1.5 (see
     /// `slicing`).
     pub schedule_ahead: bool,
+    /// Paired gang's slices announced ahead too (with `schedule_ahead`).
+    pub paired_schedule_ahead: bool,
     /// When a node's clock estimate is good enough for a schedule, and when
     /// its schedule is re-announced.
     pub schedule_clock: ScheduleClockBounds,
@@ -152,6 +154,7 @@ impl From<&Config> for CoreConfig {
             slice_ns: config.slice().as_nanos() as u64,
             classes: config.classes.clone(),
             schedule_ahead: config.schedule_ahead,
+            paired_schedule_ahead: config.paired_schedule_ahead,
             schedule_clock: ScheduleClockBounds {
                 max_uncertainty_ns: config.schedule_max_uncertainty_us.saturating_mul(1000),
                 ..ScheduleClockBounds::default()

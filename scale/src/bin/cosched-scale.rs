@@ -27,6 +27,18 @@ struct Args {
     /// schedules announced ahead.
     #[arg(long)]
     per_switch: bool,
+    /// The coordinator's global policy (`gang`, `paired-gang`, `fcs`, ...).
+    #[arg(long, default_value = "gang")]
+    policy: String,
+    /// The coordinator's `paired_schedule_ahead = true`: paired gang's
+    /// slices announced ahead too (ignored with `--per-switch`).
+    #[arg(long)]
+    paired_ahead: bool,
+    /// Stand-ins report every job they run at this CPU utilisation (%) with
+    /// their switch reports (paired gang pairs rows whose utilisations add
+    /// up to < 99 %); none by default.
+    #[arg(long)]
+    utilisation_percent: Option<f64>,
     #[arg(long, default_value_t = 4)]
     max_rows: usize,
     /// Jobs submitted; each spans `--job-nodes` nodes (default: all).
@@ -85,6 +97,9 @@ fn main() -> anyhow::Result<()> {
         slice_ms: args.slice_ms,
         switch_lead_us: args.switch_lead_us,
         schedule_ahead: !args.per_switch,
+        policy: args.policy,
+        paired_schedule_ahead: args.paired_ahead && !args.per_switch,
+        utilisation_percent: args.utilisation_percent,
         max_rows: args.max_rows,
         jobs: args.jobs,
         job_nodes: args.job_nodes.unwrap_or(args.agents),

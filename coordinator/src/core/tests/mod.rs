@@ -32,6 +32,7 @@ mod checks;
 mod classes;
 mod leftovers;
 mod one_gs;
+mod paired_schedule;
 mod schedule;
 
 /// The coordinator's clock in these tests, ns; program checks time out
@@ -55,6 +56,7 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         classes: Default::default(),
         // The per-slice protocol; `schedule.rs` tests the schedules.
         schedule_ahead: false,
+        paired_schedule_ahead: false,
         schedule_clock: Default::default(),
     }
 }
