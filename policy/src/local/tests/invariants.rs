@@ -149,6 +149,11 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 c.sy.learn_spin_time = learn;
                 c.sy.spin_threshold_us = spin_us;
                 c.sy.max_yield_us = max_block_us;
+                c.sy.yield_to = if stop {
+                    YieldLevel::Nice19
+                } else {
+                    YieldLevel::Idle
+                };
                 c.fcs.measure_cs_slots = fcs.0;
                 c.fcs.measure_dc_slots = fcs.1;
                 c.fcs.slot_grace_us = fcs.2;
