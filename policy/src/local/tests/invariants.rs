@@ -14,7 +14,8 @@
 
 use crate::local::{
     Action, BlockMethod, CpuSnapshot, Event, JobId, Level, LocalPolicy, LocalPolicyConfig,
-    NodeSnapshot, PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
+    NodeSnapshot, PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, YieldLevel,
+    build_policy,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;

@@ -196,7 +196,11 @@ fn a_spinner_yielded_at_nice_19_is_handed_back_at_its_message_without_a_boost() 
     h.advance_to(ms(1) + threshold);
     assert_eq!(
         h.last(T1),
-        Some((ms(1) + threshold, Level::Background, Reason::SpinThresholdYield))
+        Some((
+            ms(1) + threshold,
+            Level::Background,
+            Reason::SpinThresholdYield
+        ))
     );
     h.preempt(T1, ms(4));
     h.run(T2, 0, ms(4));
