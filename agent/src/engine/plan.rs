@@ -143,6 +143,20 @@ pub fn plan(
     if moves && to.group != Some(CpuGroup::Idle) {
         ops.push(KernelOp::MoveCgroup(to.group));
     }
+    // With autogroup scheduling a job's session is its own CFS group: a
+    // demoted task's group weight goes down with it. Not in the demotion
+    // cgroups, where no autogroup applies.
+    let was_low = is_low(from.level) && from.group.is_none();
+    let now_low = is_low(to.level) && to.group.is_none();
+    // Leaving a low level, the group's weight comes back before the task's
+    // attributes: a change of the task's priority value (nice 19 back to
+    // its own) makes the kernel check then and there whether the task
+    // should preempt the running one, and that check compares the groups;
+    // made with the group still at nice 19 it finds a far deadline and
+    // never preempts.
+    if was_low && !now_low {
+        ops.push(KernelOp::SetGroupNice(GroupNice::Original));
+    }
     if to.level == Level::Stop {
         if from.level != Level::Stop {
             ops.push(KernelOp::JournalStop);
@@ -160,18 +174,9 @@ pub fn plan(
     if moves && to.group == Some(CpuGroup::Idle) {
         ops.push(KernelOp::MoveCgroup(to.group));
     }
-    // With autogroup scheduling a job's session is its own CFS group: a
-    // demoted task's group weight goes down with it. Not in the demotion
-    // cgroups, where no autogroup applies.
-    let was_low = is_low(from.level) && from.group.is_none();
-    let now_low = is_low(to.level) && to.group.is_none();
-    if was_low != now_low {
-        if now_low {
-            ops.push(KernelOp::JournalGroupNice);
-            ops.push(KernelOp::SetGroupNice(GroupNice::Lowest));
-        } else {
-            ops.push(KernelOp::SetGroupNice(GroupNice::Original));
-        }
+    if now_low && !was_low {
+        ops.push(KernelOp::JournalGroupNice);
+        ops.push(KernelOp::SetGroupNice(GroupNice::Lowest));
     }
     if from.watch != to.watch {
         ops.push(KernelOp::Watch(to.watch));
@@ -348,18 +353,18 @@ mod tests {
             (
                 Demote,
                 Normal,
-                vec![SetAttr(n), SetGroupNice(GroupNice::Original)],
+                vec![SetGroupNice(GroupNice::Original), SetAttr(n)],
             ),
             (
                 Demote,
                 BOOST,
-                vec![SetAttr(fifo10()), SetGroupNice(GroupNice::Original)],
+                vec![SetGroupNice(GroupNice::Original), SetAttr(fifo10())],
             ),
             (Demote, Background, vec![SetAttr(SchedAttr::other(19))]),
             (
                 Demote,
                 STOP,
-                vec![JournalStop, Stop, SetGroupNice(GroupNice::Original)],
+                vec![SetGroupNice(GroupNice::Original), JournalStop, Stop],
             ),
             (STOP, Normal, vec![Cont]),
             (
@@ -441,6 +446,27 @@ mod tests {
             PRIO,
         );
         assert_eq!(ops, vec![MoveCgroup(Some(CpuGroup::Active))]);
+    }
+
+    /// SY yielding at nice 19 hands its task back by a change of the
+    /// task's priority value, which makes the kernel check a preemption
+    /// there and then, comparing the job's autogroup with the running
+    /// one's: the group must have its own weight back by then.
+    #[test]
+    fn a_task_handed_back_from_nice_19_gets_its_group_weight_back_before_its_own_priority() {
+        for from in [Level::Background, Level::Demote] {
+            for target in [Level::Normal, BOOST] {
+                let ops = plan(&at(from, None), &to(target, None), &base(), PRIO);
+                let group = ops
+                    .iter()
+                    .position(|o| *o == SetGroupNice(GroupNice::Original));
+                let attr = ops.iter().position(|o| matches!(o, SetAttr(_)));
+                assert!(
+                    group.unwrap() < attr.unwrap(),
+                    "{from:?} -> {target:?}: {ops:?}"
+                );
+            }
+        }
     }
 
     #[test]

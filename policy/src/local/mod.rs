@@ -75,5 +75,5 @@ pub use interest::{OffCpuArrivals, TaskWatch, WakeInterest};
 pub use periodic_boost::PeriodicBoostParams;
 pub use policy::{LocalPolicy, PolicyKind, UnknownPolicy};
 pub use rt_row::{QuietRows, RowTask, rt_row_level};
-pub use spin_block::{BlockMethod, SpinBlockParams, SpinYieldParams};
+pub use spin_block::{BlockMethod, SpinBlockParams, SpinYieldParams, YieldLevel};
 pub use spin_learning::SpinLearningParams;

@@ -148,6 +148,31 @@ impl SpinBlockParams {
     }
 }
 
+/// How SY yields a task's CPU (`sy.yield_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum YieldLevel {
+    /// SCHED_IDLE (weight 3). The default. Its hand-back to SCHED_OTHER
+    /// keeps the task's priority value, so the kernel checks no preemption
+    /// there: the task waits for the next pick on its CPU.
+    #[default]
+    Idle,
+    /// SCHED_OTHER at nice 19 (weight 15, [`Level::Background`]). Still no
+    /// boost above anyone, but the hand-back to nice 0 changes the task's
+    /// priority value, which makes the kernel check at once whether it
+    /// should preempt the running task (the fair class's `prio_changed`).
+    Nice19,
+}
+
+impl YieldLevel {
+    fn level(self) -> Level {
+        match self {
+            YieldLevel::Idle => Level::Demote,
+            YieldLevel::Nice19 => Level::Background,
+        }
+    }
+}
+
 /// SY parameters (`[policy.sy]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -165,6 +190,10 @@ pub struct SpinYieldParams {
     pub spin_threshold_us: u64,
     /// Longest a task stays yielded without its message, µs. Default 100000.
     pub max_yield_us: u64,
+    /// The level a yielded task waits at: `idle` (SCHED_IDLE, the default)
+    /// or `nice19` (SCHED_OTHER at nice 19, so that its hand-back makes the
+    /// kernel re-pick; docs/policies/sy.md).
+    pub yield_to: YieldLevel,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
     pub learning: SpinLearningParams,
@@ -175,6 +204,7 @@ impl Default for SpinYieldParams {
         Self {
             spin_threshold_us: 2_000,
             max_yield_us: 100_000,
+            yield_to: YieldLevel::Idle,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
         }
@@ -249,7 +279,7 @@ impl SpinWaitRule {
 
     pub fn yield_cpu(params: &SpinYieldParams) -> Self {
         Self {
-            hold_level: Level::Demote,
+            hold_level: params.yield_to.level(),
             block_reason: Reason::SpinThresholdYield,
             threshold_ns: us_to_ns(params.spin_threshold_us),
             learning: params.learn_spin_time.then(|| params.learning.clone()),

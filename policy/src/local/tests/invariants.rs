@@ -14,7 +14,8 @@
 
 use crate::local::{
     Action, BlockMethod, CpuSnapshot, Event, JobId, Level, LocalPolicy, LocalPolicyConfig,
-    NodeSnapshot, PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, build_policy,
+    NodeSnapshot, PolicyKind, Reason, SwitchOut, TaskId, TaskInfo, TaskSnapshot, YieldLevel,
+    build_policy,
 };
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -149,6 +150,11 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 c.sy.learn_spin_time = learn;
                 c.sy.spin_threshold_us = spin_us;
                 c.sy.max_yield_us = max_block_us;
+                c.sy.yield_to = if stop {
+                    YieldLevel::Nice19
+                } else {
+                    YieldLevel::Idle
+                };
                 c.fcs.measure_cs_slots = fcs.0;
                 c.fcs.measure_dc_slots = fcs.1;
                 c.fcs.slot_grace_us = fcs.2;

@@ -3,7 +3,7 @@
 use super::harness::*;
 use crate::local::{
     BlockMethod, Level, LocalPolicy, LocalPolicyConfig, PolicyKind, Reason, SpinBlockParams,
-    SpinYieldParams,
+    SpinYieldParams, YieldLevel,
 };
 
 fn sb_config(sb: SpinBlockParams) -> LocalPolicyConfig {
@@ -171,6 +171,75 @@ fn spin_yield_demotes_then_restores() {
         h.last(T1),
         Some((ms(6), Level::Normal, Reason::WakeOnArrival)),
         "restored, not boosted"
+    );
+}
+
+/// SY configured to yield at nice 19 (`sy.yield_to = "nice19"`): the
+/// spinner waits at SCHED_OTHER nice 19 instead of SCHED_IDLE — a level
+/// whose hand-back changes the task's priority value, so the kernel
+/// re-picks at once — and is handed back at its message to its own
+/// attributes, still without a boost.
+#[test]
+fn a_spinner_yielded_at_nice_19_is_handed_back_at_its_message_without_a_boost() {
+    let sy = SpinYieldParams {
+        yield_to: YieldLevel::Nice19,
+        ..Default::default()
+    };
+    let threshold = us(sy.spin_threshold_us);
+    let config = LocalPolicyConfig {
+        sy,
+        ..LocalPolicyConfig::for_kind(PolicyKind::Sy)
+    };
+    let mut h = t1_spinning_from_1ms(Harness::new(config));
+    h.advance_to(ms(1) + threshold - us(1));
+    assert_eq!(h.level(T1), Level::Normal);
+    h.advance_to(ms(1) + threshold);
+    assert_eq!(
+        h.last(T1),
+        Some((
+            ms(1) + threshold,
+            Level::Background,
+            Reason::SpinThresholdYield
+        ))
+    );
+    h.preempt(T1, ms(4));
+    h.run(T2, 0, ms(4));
+    h.arrive(T1, ms(6), false);
+    assert_eq!(
+        h.last(T1),
+        Some((ms(6), Level::Normal, Reason::WakeOnArrival)),
+        "restored, not boosted"
+    );
+    assert!(
+        h.history(T1).iter().all(|(_, l, _)| !l.is_boost()),
+        "{:?}",
+        h.history(T1)
+    );
+}
+
+/// A yield at nice 19 whose message never comes ends at `max_yield_us`,
+/// like one at SCHED_IDLE: the task is not left at nice 19.
+#[test]
+fn a_spinner_yielded_at_nice_19_without_a_message_is_handed_back_at_the_yield_bound() {
+    let sy = SpinYieldParams {
+        yield_to: YieldLevel::Nice19,
+        ..Default::default()
+    };
+    let yielded_at = ms(1) + us(sy.spin_threshold_us);
+    let bound = us(sy.max_yield_us);
+    let config = LocalPolicyConfig {
+        sy,
+        ..LocalPolicyConfig::for_kind(PolicyKind::Sy)
+    };
+    let mut h = t1_spinning_from_1ms(Harness::new(config));
+    h.advance_to(yielded_at);
+    assert_eq!(h.level(T1), Level::Background);
+    h.preempt(T1, yielded_at + us(100));
+    h.run(T2, 0, yielded_at + us(100));
+    h.advance_to(yielded_at + bound);
+    assert_eq!(
+        h.last(T1),
+        Some((yielded_at + bound, Level::Normal, Reason::BlockTimeout))
     );
 }
 
