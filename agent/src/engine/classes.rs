@@ -378,9 +378,14 @@ impl<K: Kernel> Engine<K> {
         }
         state.deadline_refused = true;
         self.metrics.rt_deadline_refused.inc();
+        let why = if error.raw_os_error() == Some(libc::EBUSY) {
+            "its admission test: the root domain's deadline bandwidth is taken"
+        } else {
+            "SCHED_DEADLINE needs an exclusive cpuset root domain for a pinned task"
+        };
         tracing::warn!(
             tid,
-            "the kernel refused SCHED_DEADLINE ({error}): this RT task runs by EDF-ordered SCHED_FIFO priority instead (SCHED_DEADLINE needs an exclusive cpuset root domain for a pinned task)"
+            "the kernel refused SCHED_DEADLINE ({error}; {why}): this RT task runs by EDF-ordered SCHED_FIFO priority instead"
         );
     }
 }
