@@ -923,7 +923,11 @@ mod tests {
         let (mut d, demoted) = demoted_spinner(from);
         // Spinning on after the demotion, then a 7 ms stall on its CPU.
         let stall_from = demoted + 5 * ms;
-        d.tick(stall_from, &[(7, spinning_alone(from, stall_from))], &[(0, 7)]);
+        d.tick(
+            stall_from,
+            &[(7, spinning_alone(from, stall_from))],
+            &[(0, 7)],
+        );
         let stalled = stall_from + 7 * ms;
         d.tick(stalled, &[(7, spinning_alone(from, stall_from))], &[(0, 7)]);
         // The same stall ended by a preemption: the kernel side closes the
