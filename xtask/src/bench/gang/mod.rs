@@ -199,7 +199,6 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
         }),
         slurm: false,
         prometheus: false,
-        exclusive_cpusets: false,
     };
     let Measured {
         rows,
