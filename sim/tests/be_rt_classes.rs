@@ -2,29 +2,11 @@
 //! (issue 15 item 1): admission, the x:y shares and the frame accounting.
 
 use cosched_policy::classes::{AdmissionRule, FairnessRatio, RtSpec};
-use cosched_sim::classes::{
-    ClassJob, ClassJobKind, ClassScheme, ClassSimParams, simulate_class_jobs, simulate_classes,
-};
+use cosched_sim::classes::{ClassScheme, ClassSimParams, simulate_class_jobs, simulate_classes};
 
-const MS: u64 = 1_000_000;
+mod support;
 
-fn rt(id: u64, arrival_ns: u64, processes: usize, spec: RtSpec, windows: u64) -> ClassJob {
-    ClassJob {
-        id,
-        arrival_ns,
-        processes,
-        kind: ClassJobKind::RealTime { spec, windows },
-    }
-}
-
-fn be(id: u64, arrival_ns: u64, processes: usize, work_ns: u64) -> ClassJob {
-    ClassJob {
-        id,
-        arrival_ns,
-        processes,
-        kind: ClassJobKind::BestEffort { work_ns },
-    }
-}
+use support::{MS, be, rt};
 
 fn two_nodes(ratio: FairnessRatio, admission: AdmissionRule) -> ClassSimParams {
     ClassSimParams {

@@ -3,29 +3,11 @@
 //! of 2DCS on the simulator's CLI parameters.
 
 use cosched_policy::classes::{AdmissionRule, FairnessRatio, RtSpec, StatisticalParams};
-use cosched_sim::classes::{
-    ClassJob, ClassJobKind, ClassScheme, ClassSimParams, simulate_class_jobs, simulate_classes,
-};
+use cosched_sim::classes::{ClassScheme, ClassSimParams, simulate_class_jobs, simulate_classes};
 
-const MS: u64 = 1_000_000;
+mod support;
 
-fn rt(id: u64, arrival_ns: u64, processes: usize, spec: RtSpec, windows: u64) -> ClassJob {
-    ClassJob {
-        id,
-        arrival_ns,
-        processes,
-        kind: ClassJobKind::RealTime { spec, windows },
-    }
-}
-
-fn be(id: u64, arrival_ns: u64, processes: usize, work_ns: u64) -> ClassJob {
-    ClassJob {
-        id,
-        arrival_ns,
-        processes,
-        kind: ClassJobKind::BestEffort { work_ns },
-    }
-}
+use support::{MS, be, rt};
 
 /// 1GS with M = 4 rows of 10 ms (Ψ = 40 ms, the window of d = 20 ms,
 /// b = 2).

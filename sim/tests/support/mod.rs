@@ -59,3 +59,34 @@ pub fn response(ex: &Executive<Cluster>, job: usize) -> u64 {
     let run = &ex.model.jobs[job];
     run.end.unwrap() - run.spec.arrival
 }
+
+/// A real-time job of the class-level model (see `cosched_sim::classes`).
+pub fn rt(
+    id: u64,
+    arrival_ns: u64,
+    processes: usize,
+    spec: cosched_policy::classes::RtSpec,
+    windows: u64,
+) -> cosched_sim::classes::ClassJob {
+    cosched_sim::classes::ClassJob {
+        id,
+        arrival_ns,
+        processes,
+        kind: cosched_sim::classes::ClassJobKind::RealTime { spec, windows },
+    }
+}
+
+/// A best-effort job of the class-level model with `work_ns` per process.
+pub fn be(
+    id: u64,
+    arrival_ns: u64,
+    processes: usize,
+    work_ns: u64,
+) -> cosched_sim::classes::ClassJob {
+    cosched_sim::classes::ClassJob {
+        id,
+        arrival_ns,
+        processes,
+        kind: cosched_sim::classes::ClassJobKind::BestEffort { work_ns },
+    }
+}

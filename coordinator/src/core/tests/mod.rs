@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use cosched_proto::wire::{
     CancelJob, CheckProgram, ExitStatus, HeartbeatReply, JobClass, JobExited, JobUtilisation,
     LaunchJob, Message, ProgramCheck, ProgramChecked, ProtocolVersion, RankRef, ReapRanks,
-    Register, SetPolicy, SliceSwitched, SwitchSlice, UtilReport,
+    Register, SetPolicy, SliceSchedule, SliceSwitched, SwitchSlice, UtilReport,
 };
 
 use super::{Core, CoreConfig, Effect, INVENTORY_QUANTUM, Submitted, SwitchObservation};
@@ -167,6 +167,29 @@ fn cluster_of(config: CoreConfig) -> Core {
     }
     core.take_effects();
     core
+}
+
+/// A core whose nodes all registered, reconciled and have clock estimates
+/// certain enough for a schedule (what announcing slices ahead needs).
+fn clocked_cluster_of(config: CoreConfig) -> Core {
+    let nodes = config.nodes.len();
+    let mut core = cluster_of(config);
+    for node in 0..nodes {
+        clock_in_step(&mut core, node);
+    }
+    core.take_effects();
+    core
+}
+
+/// The slice schedules sent, by node.
+fn schedules(effects: &[Effect]) -> Vec<(usize, SliceSchedule)> {
+    sent_of!(effects, Message::SliceSchedule)
+}
+
+/// Plans slice `k` (starting at NOW + k slices).
+fn plan(core: &mut Core, k: u64) -> Vec<Effect> {
+    core.plan_slice(NOW_NS + k * SLICE_NS);
+    core.take_effects()
 }
 
 fn job(name: &str, nodes: usize) -> Submission {

@@ -2,26 +2,16 @@
 //! `SliceSchedule` per node planned from the current predictions,
 //! re-announced from the first slice a prediction changes.
 
-use cosched_proto::wire::SliceSchedule;
-
 use super::*;
 
 /// Paired gang on `nodes` registered nodes with certain clocks, three rows.
 fn paired(nodes: usize, paired_schedule_ahead: bool) -> Core {
-    let mut core = Core::new(CoreConfig {
+    clocked_cluster_of(CoreConfig {
         schedule_ahead: true,
         paired_schedule_ahead,
         max_rows: 3,
         ..config(nodes, GlobalPolicy::PairedGang)
     })
-    .unwrap();
-    for node in 0..nodes {
-        register(&mut core, node, node as u64 + 1);
-        inventory(&mut core, node, &[]);
-        clock_in_step(&mut core, node);
-    }
-    core.take_effects();
-    core
 }
 
 /// Every node reports `job` at `utilisation` for `quantum`.
@@ -45,16 +35,6 @@ fn three_jobs(core: &mut Core, nodes: usize) -> [u32; 3] {
     }
     core.take_effects();
     ids
-}
-
-fn schedules(effects: &[Effect]) -> Vec<(usize, SliceSchedule)> {
-    sent_of!(effects, Message::SliceSchedule)
-}
-
-/// Plans slice `k` (starting at NOW + k slices).
-fn plan(core: &mut Core, k: u64) -> Vec<Effect> {
-    core.plan_slice(NOW_NS + k * SLICE_NS);
-    core.take_effects()
 }
 
 /// The jobs `schedule` runs in slices `from..to`, as sets.

@@ -1,34 +1,16 @@
 //! Gang slices announced ahead (protocol 1.5): one `SliceSchedule` per node,
 //! re-announced only when what the node runs, or when, changes.
 
-use cosched_proto::wire::{HeartbeatReply, Message, ProtocolVersion, SliceSchedule};
+use cosched_proto::wire::{HeartbeatReply, ProtocolVersion};
 
 use super::*;
 
 fn ahead(nodes: usize, max_rows: usize) -> Core {
-    let mut core = Core::new(CoreConfig {
+    clocked_cluster_of(CoreConfig {
         schedule_ahead: true,
         max_rows,
         ..config(nodes, GlobalPolicy::Gang)
     })
-    .unwrap();
-    for node in 0..nodes {
-        register(&mut core, node, node as u64 + 1);
-        inventory(&mut core, node, &[]);
-        clock_in_step(&mut core, node);
-    }
-    core.take_effects();
-    core
-}
-
-fn schedules(effects: &[Effect]) -> Vec<(usize, SliceSchedule)> {
-    sent_of!(effects, Message::SliceSchedule)
-}
-
-/// Plans slice `k` (starting at NOW + k slices).
-fn plan(core: &mut Core, k: u64) -> Vec<Effect> {
-    core.plan_slice(NOW_NS + k * SLICE_NS);
-    core.take_effects()
 }
 
 #[test]
