@@ -408,16 +408,6 @@ impl DynamicCoscheduler {
             managed.oncpu_ns = Some(snap.oncpu_ns);
             self.budget.note_cpu(managed.job, ran, now);
             let missed_arrival = managed.obs.reconcile(snap, now);
-            // The kernel counts a SIGSTOP switch-out as a block and ends the
-            // spin episode there: a task the policy stopped still waits, and
-            // only its message (or the block bound) ends that wait.
-            let stopped = matches!(
-                managed.hold,
-                Hold::Blocked {
-                    level: Level::Stop,
-                    ..
-                }
-            );
             // A held task's wait is over when the kernel side saw it stop
             // waiting by itself (received, sent, blocked) after the hold
             // began. An episode that only passed the spin gap is not
@@ -426,19 +416,22 @@ impl DynamicCoscheduler {
             // it with no message (the flaky spin-block root test, session
             // 18). A held task that computes after a message the kernel
             // side did not see is handed back at its next send or block,
-            // or at the hold's bound.
-            let held_since = match managed.hold {
-                Hold::Blocked { since, .. } => Some(since),
-                _ => None,
+            // or at the hold's bound. The kernel counts a SIGSTOP
+            // switch-out as a block and ends the spin episode there: a task
+            // the policy stopped still waits, and only its message (or the
+            // block bound) ends that wait.
+            let wait_ended = match managed.hold {
+                Hold::Blocked { since, level } => {
+                    level != Level::Stop
+                        && managed.obs.spin.is_none()
+                        && !managed.obs.pending_message
+                        && snap.last_wait_end_ns > since
+                }
+                _ => false,
             };
-            let wait_ended = !stopped
-                && managed.obs.spin.is_none()
-                && !managed.obs.pending_message
-                && held_since.is_some_and(|since| snap.last_wait_end_ns > since);
-            let blocked = held_since.is_some();
             if missed_arrival {
                 self.on_message(snap.task, snap.on_cpu, out);
-            } else if blocked && wait_ended {
+            } else if wait_ended {
                 self.wake(snap.task, snap.on_cpu, Reason::WakeOnArrival, out);
             }
         }
