@@ -593,7 +593,7 @@ impl LocalPolicy for DynamicCoscheduler {
                         consider(
                             managed
                                 .obs
-                                .spin_deadline(self.block_after_ns(task, managed)),
+                                .spin_deadline_by(|| self.block_after_ns(task, managed)),
                         );
                     }
                 }
@@ -608,7 +608,7 @@ impl LocalPolicy for DynamicCoscheduler {
                         consider(
                             managed
                                 .obs
-                                .spin_deadline(self.block_after_ns(task, managed)),
+                                .spin_deadline_by(|| self.block_after_ns(task, managed)),
                         );
                     }
                 }

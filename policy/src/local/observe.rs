@@ -128,12 +128,21 @@ impl Observed {
 
     /// When an idle, on-CPU spinner reaches `threshold` of spin CPU time.
     pub fn spin_deadline(&self, threshold: u64) -> Option<u64> {
+        self.spin_deadline_by(|| threshold)
+    }
+
+    /// [`Self::spin_deadline`] with a threshold computed only when the task
+    /// is spinning on a CPU now: the policy's threshold may look at every
+    /// other task (MPL-aware blocking counts a CPU's competitors), and at
+    /// most one task per CPU spins at a time, so asking only those keeps a
+    /// pass over a node's tasks linear.
+    pub fn spin_deadline_by(&self, threshold: impl FnOnce() -> u64) -> Option<u64> {
         let episode = self.spin?;
         if !self.on_cpu || self.pending_message {
             return None;
         }
         let counting_since = self.run_start.max(episode.clock_from);
-        Some(counting_since.saturating_add(threshold.saturating_sub(episode.cpu_ns)))
+        Some(counting_since.saturating_add(threshold().saturating_sub(episode.cpu_ns)))
     }
 
     /// Restarts the spin clock: the task gets a full threshold again.
@@ -246,6 +255,23 @@ mod tests {
         assert_eq!(obs.spin_deadline(400), Some(1_200));
         obs.reset_spin_clock(1_100);
         assert_eq!(obs.spin_cpu_ns(1_150), 50);
+    }
+
+    #[test]
+    fn a_spinner_off_its_cpu_has_no_spin_deadline_and_its_threshold_is_not_asked() {
+        let mut obs = Observed::default();
+        obs.switched_in(0, 0);
+        obs.spin_started(100);
+        obs.switched_out(300, SwitchOut::Preempted);
+        let asked = std::cell::Cell::new(false);
+        let deadline = obs.spin_deadline_by(|| {
+            asked.set(true);
+            400
+        });
+        assert_eq!(deadline, None);
+        assert!(!asked.get(), "a task off its CPU must not cost a threshold");
+        obs.switched_in(0, 1_000);
+        assert_eq!(obs.spin_deadline_by(|| 400), Some(1_200));
     }
 
     #[test]
