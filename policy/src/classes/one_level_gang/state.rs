@@ -158,8 +158,14 @@ impl OneLevelGang {
 
     /// Replaces the set of RT jobs that produce their b frames in the
     /// current window. Ids of jobs that are not allocated RT jobs are
-    /// dropped. Takes effect at the next event: the paper keeps replicas
-    /// until the next arrival or departure (call `reoptimize` for sooner).
+    /// dropped.
+    ///
+    /// A job that leaves the set (it fell short of b again) gets rows at
+    /// once: the replication runs again for the jobs short of frames
+    /// ([`Self::replicate_for_the_short`]), where the paper waits for the
+    /// next arrival or departure. A job that joins the set keeps its
+    /// replicas until that event, as in the paper. Under admission control
+    /// neither changes the matrix (admitted jobs are never copied).
     pub fn set_satisfied(&mut self, jobs: impl IntoIterator<Item = JobId>) {
         let satisfied: BTreeSet<JobId> = jobs
             .into_iter()
@@ -169,9 +175,17 @@ impl OneLevelGang {
                     .is_some_and(|held| held.job.class() == Class::RealTime)
             })
             .collect();
-        if satisfied != self.satisfied {
-            self.satisfied = satisfied;
-            self.generation += 1;
+        if satisfied == self.satisfied {
+            return;
+        }
+        let fell_short = self
+            .satisfied
+            .difference(&satisfied)
+            .any(|&job| self.may_be_copied(job));
+        self.satisfied = satisfied;
+        self.generation += 1;
+        if fell_short {
+            self.replicate_for_the_short();
         }
     }
 
