@@ -72,8 +72,9 @@ pub struct OneLevelGang {
     pub(super) allocated: BTreeMap<JobId, Allocation>,
     pub(super) rt_queue: VecDeque<WaitingJob>,
     pub(super) be_queue: VecDeque<WaitingJob>,
-    /// RT jobs the caller reported at n ≥ b in their current window; they are
-    /// not replicated (§4.1 step 1).
+    /// RT jobs the caller reported at n ≥ b in their current window; those
+    /// whose own rows pay for their frames are not replicated (§4.1 step 1,
+    /// `counts_as_satisfied`).
     pub(super) satisfied: BTreeSet<JobId>,
     pub(super) next_order: u64,
     /// Bumped on every change, so a coordinator can tell a stale view.
@@ -160,8 +161,10 @@ impl OneLevelGang {
     /// current window. Ids of jobs that are not allocated RT jobs are
     /// dropped.
     ///
-    /// A job that leaves the set (it fell short of b again) gets rows at
-    /// once: the replication runs again for the jobs short of frames
+    /// Only a job whose own rows pay for its frames is left out of the
+    /// replication for being satisfied ([`Self::counts_as_satisfied`]).
+    /// Such a job that leaves the set (it fell short of b again) gets rows
+    /// at once: the replication runs again for the jobs short of frames
     /// ([`Self::replicate_for_the_short`]), where the paper waits for the
     /// next arrival or departure. A job that joins the set keeps its
     /// replicas until that event, as in the paper. Under admission control
@@ -181,7 +184,7 @@ impl OneLevelGang {
         let fell_short = self
             .satisfied
             .difference(&satisfied)
-            .any(|&job| self.may_be_copied(job));
+            .any(|&job| self.may_be_copied(job) && self.counts_as_satisfied(job));
         self.satisfied = satisfied;
         self.generation += 1;
         if fell_short {

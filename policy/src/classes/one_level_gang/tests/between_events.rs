@@ -1,7 +1,8 @@
-//! The replication between arrivals and departures (session 20, a departure
-//! from the paper): an RT job that falls short of its b frames gets rows at
-//! once, BE copies yield to it, RT copies stay until the next event, and
-//! under admission control nothing moves.
+//! The satisfied set and the replication (session 20, departures from the
+//! paper): a satisfied RT job whose own row cannot pay for its frames is
+//! still copied; between arrivals and departures an RT job that falls short
+//! of its b frames gets rows at once, BE copies yield to it, RT copies stay
+//! until the next event, and under admission control nothing moves.
 
 use super::support::{MS, allocate, assert_consistent, be, matrix, render, rt};
 use crate::global::JobId;
@@ -78,5 +79,23 @@ fn under_admission_control_a_change_of_the_satisfied_set_moves_no_cell() {
         state.set_satisfied(satisfied.into_iter().map(JobId));
         assert_eq!(render(&state), before);
     }
+    assert_consistent(&state);
+}
+
+#[test]
+fn a_satisfied_rt_job_whose_own_row_cannot_pay_for_its_frames_keeps_its_copies_at_an_event() {
+    // Ψ = 30 ms = d: τ = 15 ms needs 15 ms per cycle, its row gives 10.
+    let mut state = matrix(4, 3, 2, 1, false);
+    allocate(&mut state, rt(1, 2, 15 * MS), 0);
+    assert!(!state.guaranteed_frames_per_cycle(JobId(1)).unwrap().is_met());
+    // At n ≥ b only thanks to its copies: the paper would take them here.
+    state.set_satisfied([JobId(1)]);
+    allocate(&mut state, be(2, 2), MS);
+    assert_eq!(render(&state), ["AAbb", "aabb", "aaBB"]);
+    assert!(!state.counts_as_satisfied(JobId(1)));
+    // A light job at n ≥ b is left out, as in the paper.
+    allocate(&mut state, rt(3, 2, 5 * MS), 2 * MS);
+    state.set_satisfied([JobId(1), JobId(3)]);
+    assert!(state.counts_as_satisfied(JobId(3)));
     assert_consistent(&state);
 }

@@ -310,7 +310,7 @@ fn check(run: &mut Run) {
         // jobs and admitted ones (their rows pay for their frames) uncopied,
         // and running them again changes nothing.
         for held in state.allocations() {
-            let satisfied = state.satisfied().contains(&held.job.id);
+            let satisfied = state.counts_as_satisfied(held.job.id);
             let admitted = state.config().admission_control
                 && state
                     .guaranteed_frames_per_cycle(held.job.id)
@@ -427,7 +427,7 @@ fn reports_move_only_be_copies_and_leave_no_short_job_room(
     }
     for held in state.allocations() {
         let id = held.job.id;
-        if held.job.class() != Class::RealTime || state.satisfied().contains(&id) {
+        if held.job.class() != Class::RealTime || state.counts_as_satisfied(id) {
             continue;
         }
         for row in 0..state.rows() {
