@@ -154,9 +154,7 @@ impl OneLevelGang {
         };
         placed
             .into_iter()
-            .filter(|replica| {
-                self.allocated[&replica.job].job.class() == Class::RealTime
-            })
+            .filter(|replica| self.allocated[&replica.job].job.class() == Class::RealTime)
             .collect()
     }
 

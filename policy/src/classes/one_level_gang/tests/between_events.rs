@@ -87,7 +87,12 @@ fn a_satisfied_rt_job_whose_own_row_cannot_pay_for_its_frames_keeps_its_copies_a
     // Ψ = 30 ms = d: τ = 15 ms needs 15 ms per cycle, its row gives 10.
     let mut state = matrix(4, 3, 2, 1, false);
     allocate(&mut state, rt(1, 2, 15 * MS), 0);
-    assert!(!state.guaranteed_frames_per_cycle(JobId(1)).unwrap().is_met());
+    assert!(
+        !state
+            .guaranteed_frames_per_cycle(JobId(1))
+            .unwrap()
+            .is_met()
+    );
     // At n ≥ b only thanks to its copies: the paper would take them here.
     state.set_satisfied([JobId(1)]);
     allocate(&mut state, be(2, 2), MS);

@@ -422,7 +422,11 @@ fn reports_move_only_be_copies_and_leave_no_short_job_room(
     for (cell, held) in before {
         let (job, kind) = held;
         if *kind == CellKind::Original || is_rt(job) {
-            assert_eq!(after.get(cell), Some(held), "{job} lost {cell:?} to a report");
+            assert_eq!(
+                after.get(cell),
+                Some(held),
+                "{job} lost {cell:?} to a report"
+            );
         }
     }
     for held in state.allocations() {
