@@ -333,7 +333,10 @@ fn start_frames(w: &mut World, id: u64, at: u64) {
 }
 
 /// The next slot from `now`: the satisfied set as the agents would report
-/// it, then the rotor's slice and the first-frame instants it gives.
+/// it (before every slot; agents report every 500 ms, so the coordinator
+/// sees it later), then the rotor's slice and the first-frame instants it
+/// gives. A job that falls short again gets rows in this very slot
+/// (`set_satisfied` re-runs the replication, session 20).
 fn start_slice(
     gang: &mut OneLevelGang,
     rotor: &mut OneLevelGangRotor,

@@ -11,6 +11,11 @@
 //!   Under admission control an RT job holds r = [`rows_needed`] rows of the
 //!   RT set, the same columns in each, or waits.
 //! - [`ReplicationStep`]: the four steps, runnable one by one as in Figure 2.
+//!   Unlike the paper (session 20): a satisfied RT job is left uncopied
+//!   only if its own rows pay for its frames (`counts_as_satisfied`), and
+//!   one that `set_satisfied` drops (it fell short of b frames again) gets
+//!   rows at once, not at the next event (`replicate_for_the_short`: RT
+//!   replicas stay, BE ones yield).
 //! - Execution: `rotation`, `active_by_node`, `slice` (a gang
 //!   [`Slice`](crate::global::Slice)) and [`OneLevelGangRotor`] (a new RT
 //!   job under admission control waits for its start row, then warms up in

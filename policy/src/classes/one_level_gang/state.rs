@@ -72,8 +72,9 @@ pub struct OneLevelGang {
     pub(super) allocated: BTreeMap<JobId, Allocation>,
     pub(super) rt_queue: VecDeque<WaitingJob>,
     pub(super) be_queue: VecDeque<WaitingJob>,
-    /// RT jobs the caller reported at n ≥ b in their current window; they are
-    /// not replicated (§4.1 step 1).
+    /// RT jobs the caller reported at n ≥ b in their current window; those
+    /// whose own rows pay for their frames are not replicated (§4.1 step 1,
+    /// `counts_as_satisfied`).
     pub(super) satisfied: BTreeSet<JobId>,
     pub(super) next_order: u64,
     /// Bumped on every change, so a coordinator can tell a stale view.
@@ -158,8 +159,16 @@ impl OneLevelGang {
 
     /// Replaces the set of RT jobs that produce their b frames in the
     /// current window. Ids of jobs that are not allocated RT jobs are
-    /// dropped. Takes effect at the next event: the paper keeps replicas
-    /// until the next arrival or departure (call `reoptimize` for sooner).
+    /// dropped.
+    ///
+    /// Only a job whose own rows pay for its frames is left out of the
+    /// replication for being satisfied ([`Self::counts_as_satisfied`]).
+    /// Such a job that leaves the set (it fell short of b again) gets rows
+    /// at once: the replication runs again for the jobs short of frames
+    /// ([`Self::replicate_for_the_short`]), where the paper waits for the
+    /// next arrival or departure. A job that joins the set keeps its
+    /// replicas until that event, as in the paper. Under admission control
+    /// neither changes the matrix (admitted jobs are never copied).
     pub fn set_satisfied(&mut self, jobs: impl IntoIterator<Item = JobId>) {
         let satisfied: BTreeSet<JobId> = jobs
             .into_iter()
@@ -169,9 +178,17 @@ impl OneLevelGang {
                     .is_some_and(|held| held.job.class() == Class::RealTime)
             })
             .collect();
-        if satisfied != self.satisfied {
-            self.satisfied = satisfied;
-            self.generation += 1;
+        if satisfied == self.satisfied {
+            return;
+        }
+        let fell_short = self
+            .satisfied
+            .difference(&satisfied)
+            .any(|&job| self.may_be_copied(job) && self.counts_as_satisfied(job));
+        self.satisfied = satisfied;
+        self.generation += 1;
+        if fell_short {
+            self.replicate_for_the_short();
         }
     }
 

@@ -187,8 +187,10 @@ fn apply(run: &mut Run, op: &Op) {
                 .enumerate()
                 .filter(|(bit, _)| mask >> (bit % 64) & 1 == 1)
                 .map(|(_, id)| id);
+            let before = cells(state);
             state.set_satisfied(chosen.chain([JobId(u64::MAX)]));
             assert!(!state.satisfied().contains(&JobId(u64::MAX)));
+            reports_move_only_be_copies_and_leave_no_short_job_room(state, &before);
             run.after_event = false;
         }
         Op::Reoptimize => {
@@ -308,7 +310,7 @@ fn check(run: &mut Run) {
         // jobs and admitted ones (their rows pay for their frames) uncopied,
         // and running them again changes nothing.
         for held in state.allocations() {
-            let satisfied = state.satisfied().contains(&held.job.id);
+            let satisfied = state.counts_as_satisfied(held.job.id);
             let admitted = state.config().admission_control
                 && state
                     .guaranteed_frames_per_cycle(held.job.id)
@@ -395,6 +397,46 @@ proptest! {
         for op in &ops {
             apply(&mut run, op);
             check(&mut run);
+        }
+    }
+}
+
+/// A throughput report between events (session 20): under admission
+/// control it moves no cell; otherwise RT copies only grow (so nothing can
+/// move back and forth before the next event), only BE copies may go, and
+/// no RT job short of frames that may be copied still fits in a free row.
+fn reports_move_only_be_copies_and_leave_no_short_job_room(
+    state: &OneLevelGang,
+    before: &BTreeMap<(usize, NodeIndex), (JobId, CellKind)>,
+) {
+    let after = cells(state);
+    if state.config().admission_control {
+        assert_eq!(&after, before, "a report moved a cell under admission");
+        return;
+    }
+    let is_rt = |job: &JobId| {
+        state
+            .allocation(*job)
+            .is_some_and(|held| held.job.class() == Class::RealTime)
+    };
+    for (cell, held) in before {
+        let (job, kind) = held;
+        if *kind == CellKind::Original || is_rt(job) {
+            assert_eq!(
+                after.get(cell),
+                Some(held),
+                "{job} lost {cell:?} to a report"
+            );
+        }
+    }
+    for held in state.allocations() {
+        let id = held.job.id;
+        if held.job.class() != Class::RealTime || state.counts_as_satisfied(id) {
+            continue;
+        }
+        for row in 0..state.rows() {
+            let fits = held.columns.iter().all(|&n| state.cell(row, n).is_none());
+            assert!(!fits, "{id} is short of frames and row {row} is free");
         }
     }
 }
