@@ -232,7 +232,10 @@ fn under_1gs_the_announced_schedules_run_what_per_slot_switches_would_over_round
         }
     }
     let last = resent_from.expect("announced at least once");
-    assert!(last < 20, "re-announced at slot {last}, 7 quiet rounds later");
+    assert!(
+        last < 20,
+        "re-announced at slot {last}, 7 quiet rounds later"
+    );
 }
 
 #[test]
