@@ -155,6 +155,7 @@ mod tests {
             classes: Default::default(),
             schedule_ahead: true,
             paired_schedule_ahead: false,
+            one_gs_schedule_ahead: false,
             schedule_clock: Default::default(),
         })
         .unwrap()

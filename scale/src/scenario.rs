@@ -45,6 +45,10 @@ pub struct ScenarioConfig {
     /// announced ahead too); written to its config only when set, so older
     /// coordinators still start.
     pub paired_schedule_ahead: bool,
+    /// The coordinator's `one_gs_schedule_ahead` (1GS's slots announced
+    /// ahead too; `--policy one-level-gang`), written to its config only
+    /// when set, as `paired_schedule_ahead`.
+    pub one_gs_schedule_ahead: bool,
     /// Each stand-in reports every job it runs at this CPU utilisation with
     /// its switch reports (`UtilReport`, the slice's quantum), as an agent
     /// does; `None`: no utilisation (paired gang then predicts 100 % and
@@ -89,6 +93,7 @@ impl ScenarioConfig {
             schedule_ahead: true,
             policy: "gang".into(),
             paired_schedule_ahead: false,
+            one_gs_schedule_ahead: false,
             utilisation_percent: None,
             max_rows: 4,
             jobs: 4,
@@ -319,6 +324,11 @@ fn start_coordinator(config: &ScenarioConfig) -> Result<Coordinator, ScaleError>
     );
     let text = if config.paired_schedule_ahead {
         text + "paired_schedule_ahead = true\n"
+    } else {
+        text
+    };
+    let text = if config.one_gs_schedule_ahead {
+        text + "one_gs_schedule_ahead = true\n"
     } else {
         text
     };

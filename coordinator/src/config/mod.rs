@@ -83,6 +83,14 @@ pub struct Config {
     /// measured with per-slice switches).
     #[serde(default)]
     pub paired_schedule_ahead: bool,
+    /// Announce 1GS's slots ahead too (with `schedule_ahead`): each node
+    /// gets its slots to the end of the next round of 1GS's rows as the
+    /// rotor would run them if nothing changed, and a new schedule from the
+    /// first slot an arrival, departure or replication change alters. A
+    /// stall of the coordinator's CPU then no longer makes every node
+    /// switch late. Default false.
+    #[serde(default = "default_one_gs_schedule_ahead")]
+    pub one_gs_schedule_ahead: bool,
     /// A node's schedule is re-announced whenever its clock estimate moves
     /// until the offset is known to within this many µs (half the round
     /// trip of its best heartbeat), then only when it moves by more than
@@ -149,6 +157,9 @@ fn default_metrics_listen() -> SocketAddr {
 }
 fn default_schedule_ahead() -> bool {
     true
+}
+fn default_one_gs_schedule_ahead() -> bool {
+    false
 }
 fn default_schedule_max_uncertainty_us() -> u64 {
     cosched_policy::global::ScheduleClockBounds::default().max_uncertainty_ns / 1000

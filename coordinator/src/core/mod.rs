@@ -131,6 +131,8 @@ pub struct CoreConfig {
     pub schedule_ahead: bool,
     /// Paired gang's slices announced ahead too (with `schedule_ahead`).
     pub paired_schedule_ahead: bool,
+    /// 1GS's slots announced ahead too (with `schedule_ahead`).
+    pub one_gs_schedule_ahead: bool,
     /// When a node's clock estimate is good enough for a schedule, and when
     /// its schedule is re-announced.
     pub schedule_clock: ScheduleClockBounds,
@@ -155,6 +157,7 @@ impl From<&Config> for CoreConfig {
             classes: config.classes.clone(),
             schedule_ahead: config.schedule_ahead,
             paired_schedule_ahead: config.paired_schedule_ahead,
+            one_gs_schedule_ahead: config.one_gs_schedule_ahead,
             schedule_clock: ScheduleClockBounds {
                 max_uncertainty_ns: config.schedule_max_uncertainty_us.saturating_mul(1000),
                 ..ScheduleClockBounds::default()

@@ -3,7 +3,8 @@
 //! back (switch instants, per-quantum utilisation).
 //!
 //! Under the gang rotation (gang, fcs, fcfs) and `schedule_ahead` (paired
-//! gang too with `paired_schedule_ahead`), agents of protocol 1.5 are not
+//! gang too with `paired_schedule_ahead`, 1GS with
+//! `one_gs_schedule_ahead`), agents of protocol 1.5 are not
 //! sent a `SwitchSlice` per slice: each gets one
 //! [`SliceSchedule`] (the rotation from this slice to the end of the next
 //! round, repeating), switches by its own timer, and reports one slice in
@@ -247,7 +248,7 @@ impl Core {
     }
 
     /// Announces slice `slice_counter` to `ready`: a `SwitchSlice` each, or,
-    /// with `ahead` (the slice, under the gang rotation), a new schedule to
+    /// with `ahead` (the slice, when announced ahead), a new schedule to
     /// the 1.5 agents whose schedule does not predict it and nothing to the
     /// others.
     fn broadcast_ahead(
@@ -332,14 +333,16 @@ impl Core {
     }
 
     /// Whether slices are announced ahead as schedules (to 1.5 agents):
-    /// under the gang rotation with `schedule_ahead`, and under paired gang
-    /// with `paired_schedule_ahead` too.
+    /// under the gang rotation with `schedule_ahead`, under paired gang
+    /// with `paired_schedule_ahead` too, under 1GS with
+    /// `one_gs_schedule_ahead`.
     fn announces_ahead(&self) -> bool {
         self.config.schedule_ahead
             && match self.rotation {
                 Rotation::Gang(_) => true,
                 Rotation::Paired(_) => self.config.paired_schedule_ahead,
-                Rotation::OneLevelGang(_) | Rotation::NoSlices => false,
+                Rotation::OneLevelGang(_) => self.config.one_gs_schedule_ahead,
+                Rotation::NoSlices => false,
             }
     }
 
@@ -348,8 +351,11 @@ impl Core {
     /// repeats while the matrix, and under paired gang the predictions,
     /// stay as they are) starts. Paired gang's rounds are planned on
     /// copies of its rotation and matrix (a round's start may move jobs
-    /// between rows): what runs if nothing changes; [`predicts`] catches
-    /// what does.
+    /// between rows), 1GS's on a copy of its rotor over its current rows
+    /// (the copy also lets RT jobs reach their start row and warm up, as
+    /// the rotor will): what runs if nothing changes; [`predicts`] catches
+    /// what does (a job that arrives, leaves, is replicated elsewhere, or
+    /// whose processes report ready).
     fn lookahead(&self, current: &Slice) -> (Vec<Slice>, u32) {
         let mut slices = vec![current.clone()];
         let mut next: Box<dyn FnMut() -> Option<Slice> + '_> = match &self.rotation {
@@ -366,7 +372,14 @@ impl Core {
                         .map(|paired| paired.slice)
                 })
             }
-            Rotation::OneLevelGang(_) | Rotation::NoSlices => return (slices, 0),
+            Rotation::OneLevelGang(rotor) => {
+                let Some(state) = self.classes.one_gs() else {
+                    return (slices, 0);
+                };
+                let mut rotor = rotor.clone();
+                Box::new(move || rotor.next_slice(state))
+            }
+            Rotation::NoSlices => return (slices, 0),
         };
         while slices.len() < MAX_SCHEDULED_SLICES {
             match next() {

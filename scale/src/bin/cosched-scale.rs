@@ -34,6 +34,11 @@ struct Args {
     /// slices announced ahead too (ignored with `--per-switch`).
     #[arg(long)]
     paired_ahead: bool,
+    /// The coordinator's `one_gs_schedule_ahead = true`: 1GS's slots
+    /// (`--policy one-level-gang`) announced ahead too (ignored with
+    /// `--per-switch`).
+    #[arg(long)]
+    one_gs_ahead: bool,
     /// Stand-ins report every job they run at this CPU utilisation (%) with
     /// their switch reports (paired gang pairs rows whose utilisations add
     /// up to < 99 %); none by default.
@@ -99,6 +104,7 @@ fn main() -> anyhow::Result<()> {
         schedule_ahead: !args.per_switch,
         policy: args.policy,
         paired_schedule_ahead: args.paired_ahead && !args.per_switch,
+        one_gs_schedule_ahead: args.one_gs_ahead && !args.per_switch,
         utilisation_percent: args.utilisation_percent,
         max_rows: args.max_rows,
         jobs: args.jobs,

@@ -32,6 +32,7 @@ mod checks;
 mod classes;
 mod leftovers;
 mod one_gs;
+mod one_gs_schedule;
 mod paired_schedule;
 mod schedule;
 
@@ -57,6 +58,7 @@ fn config(nodes: usize, policy: GlobalPolicy) -> CoreConfig {
         // The per-slice protocol; `schedule.rs` tests the schedules.
         schedule_ahead: false,
         paired_schedule_ahead: false,
+        one_gs_schedule_ahead: false,
         schedule_clock: Default::default(),
     }
 }
