@@ -154,9 +154,7 @@ impl DynamicCoscheduler {
                 // MPL-aware blocking was measured better for SB and PB-SB;
                 // next to DCS's boosts only as an option so far
                 // (`sb.mpl_aware_in_dcs_sb`).
-                few_competitors_ns: block
-                    .few_competitors_ns
-                    .filter(|_| sb.mpl_aware_in_dcs_sb),
+                few_competitors_ns: block.few_competitors_ns.filter(|_| sb.mpl_aware_in_dcs_sb),
                 ..block
             }),
             ..Rules::default()

@@ -233,10 +233,7 @@ fn dcs_sb_with_mpl_aware_in_dcs_sb_blocks_next_to_one_other_task_only_at_the_bou
 /// and next to two other tasks it blocks there with the option on too.
 #[test]
 fn dcs_sb_blocks_at_the_threshold_without_mpl_aware_or_next_to_two_other_tasks() {
-    for (mpl_aware, others) in [
-        (false, &[(T2, JB)][..]),
-        (true, &[(T2, JB), (T3, JC)][..]),
-    ] {
+    for (mpl_aware, others) in [(false, &[(T2, JB)][..]), (true, &[(T2, JB), (T3, JC)][..])] {
         let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
         config.sb.mpl_aware = mpl_aware;
         config.sb.mpl_aware_in_dcs_sb = true;
