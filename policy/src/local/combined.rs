@@ -140,6 +140,7 @@ impl DynamicCoscheduler {
     /// treats every incoming message as a demand, ICS only those for blocked
     /// processes). Wake-ups get the DCS boost rather than SB's own.
     pub fn dcs_sb(dcs: &DcsParams, sb: &SpinBlockParams, fairness: &FairnessParams) -> Self {
+        let block = SpinWaitRule::block(sb);
         let rules = Rules {
             demand: Some(dcs.rule(PolicyKind::DcsSb)),
             demand_for_computing: dcs.boost_computing,
@@ -149,11 +150,12 @@ impl DynamicCoscheduler {
                 reported: true,
                 // The adaptive threshold was measured for plain SB only.
                 adapt_max_ns: None,
-                // Blocks at the threshold whoever shares the CPU: MPL-aware
-                // blocking was measured for SB and PB-SB, not next to DCS's
-                // per-message boosts.
-                few_competitors_ns: None,
-                ..SpinWaitRule::block(sb)
+                // By default blocks at the threshold whoever shares the CPU:
+                // MPL-aware blocking was measured better for SB and PB-SB;
+                // next to DCS's boosts only as an option so far
+                // (`sb.mpl_aware_in_dcs_sb`).
+                few_competitors_ns: block.few_competitors_ns.filter(|_| sb.mpl_aware_in_dcs_sb),
+                ..block
             }),
             ..Rules::default()
         };

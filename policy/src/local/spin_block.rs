@@ -104,6 +104,11 @@ pub struct SpinBlockParams {
     /// and the same at three, for `sb` and for `pb-sb` (docs/benchmarks.md,
     /// "PB-SB blocks MPL-aware").
     pub mpl_aware: bool,
+    /// Apply `mpl_aware` to `dcs-sb` as well. Default false: DCS-SB keeps
+    /// the fixed threshold until the rule is measured next to DCS's boosts
+    /// (docs/benchmarks.md, "The SB family on real MPI after the hold fix").
+    /// No effect without `mpl_aware`.
+    pub mpl_aware_in_dcs_sb: bool,
     /// Learn the spin threshold per task from its message waits. Default false.
     pub learn_spin_time: bool,
     pub learning: SpinLearningParams,
@@ -122,6 +127,7 @@ impl Default for SpinBlockParams {
             adapt_threshold: false,
             max_spin_threshold_us: 4_000,
             mpl_aware: true,
+            mpl_aware_in_dcs_sb: false,
             learn_spin_time: false,
             learning: SpinLearningParams::default(),
         }
@@ -260,7 +266,7 @@ impl SpinWaitRule {
             adapt_max_ns: params
                 .adapt_threshold
                 .then(|| us_to_ns(params.max_spin_threshold_us)),
-            // DCS-SB opts out (`DynamicCoscheduler::dcs_sb`).
+            // DCS-SB only with `mpl_aware_in_dcs_sb` (`DynamicCoscheduler::dcs_sb`).
             few_competitors_ns: params
                 .mpl_aware
                 .then(|| us_to_ns(params.max_spin_threshold_us)),

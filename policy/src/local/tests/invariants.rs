@@ -145,6 +145,8 @@ fn config() -> impl Strategy<Value = LocalPolicyConfig> {
                 c.sb.learning.min_samples = 2;
                 c.sb.spin_threshold_us = spin_us;
                 c.sb.mpl_aware = mpl_aware;
+                // DCS-SB's opt-in follows, so its invariants cover both rules.
+                c.sb.mpl_aware_in_dcs_sb = mpl_aware;
                 c.sb.max_block_us = max_block_us;
                 c.sb.wake_boost_us = boost_us;
                 c.sy.learn_spin_time = learn;

@@ -206,11 +206,44 @@ fn pb_sb_with_the_fixed_threshold_blocks_next_to_one_other_task_at_its_threshold
     assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD]);
 }
 
-/// DCS-SB keeps the fixed threshold (MPL-aware blocking was not measured
-/// next to its per-message boosts).
+/// By default DCS-SB keeps the fixed threshold (MPL-aware blocking is an
+/// option there, `sb.mpl_aware_in_dcs_sb`).
 #[test]
 fn dcs_sb_blocks_at_the_threshold_next_to_one_other_task_even_when_sb_is_mpl_aware() {
     let mut h = t1_spinning_from_1ms_next_to(sb(PolicyKind::DcsSb, true), &[(T2, JB)]);
     h.advance_to(ms(1) + THRESHOLD);
     assert_eq!(blocks(&h, T1), vec![ms(1) + THRESHOLD]);
+}
+
+/// With `mpl_aware_in_dcs_sb` DCS-SB follows SB's rule: T1 next to one
+/// other task is left spinning past its threshold and blocked at the bound.
+#[test]
+fn dcs_sb_with_mpl_aware_in_dcs_sb_blocks_next_to_one_other_task_only_at_the_bound() {
+    let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
+    config.sb.mpl_aware = true;
+    config.sb.mpl_aware_in_dcs_sb = true;
+    let mut h = t1_spinning_from_1ms_next_to(Harness::new(config), &[(T2, JB)]);
+    h.advance_to(ms(1) + BOUND - 1);
+    assert!(blocks(&h, T1).is_empty(), "{:?}", h.history(T1));
+    h.advance_to(ms(1) + BOUND);
+    assert_eq!(blocks(&h, T1), vec![ms(1) + BOUND]);
+}
+
+/// The option needs `mpl_aware`: without it DCS-SB blocks at the threshold,
+/// and next to two other tasks it blocks there with the option on too.
+#[test]
+fn dcs_sb_blocks_at_the_threshold_without_mpl_aware_or_next_to_two_other_tasks() {
+    for (mpl_aware, others) in [(false, &[(T2, JB)][..]), (true, &[(T2, JB), (T3, JC)][..])] {
+        let mut config = LocalPolicyConfig::for_kind(PolicyKind::DcsSb);
+        config.sb.mpl_aware = mpl_aware;
+        config.sb.mpl_aware_in_dcs_sb = true;
+        let mut h = t1_spinning_from_1ms_next_to(Harness::new(config), others);
+        h.advance_to(ms(1) + THRESHOLD);
+        assert_eq!(
+            blocks(&h, T1),
+            vec![ms(1) + THRESHOLD],
+            "mpl_aware {mpl_aware}, {} other task(s)",
+            others.len()
+        );
+    }
 }
