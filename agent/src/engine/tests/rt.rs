@@ -350,6 +350,57 @@ fn sched_deadline_refused_by_the_kernel_falls_back_to_fifo_with_a_warning() {
 }
 
 #[test]
+fn a_node_whose_kernel_refused_the_deadline_probe_runs_edf_by_fifo_and_says_so() {
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.set_edf_probe(Err("Operation not permitted (os error 1)".into()));
+    launch_rt(&mut e, 1, 100, SPEC);
+    tick_at(&mut e, 2 * MS);
+    let a = e.k.attr(100);
+    // Not even tried: FIFO in the band straight away, no per-task refusal.
+    assert!(is_boost(a) && (21..=39).contains(&a.priority), "{a:?}");
+    assert_eq!(e.metrics.rt_deadline_refused.get(), 0);
+    assert_eq!(
+        e.job_info(1).unwrap().rt.unwrap().processes[0].sched,
+        "fifo"
+    );
+    assert!(
+        e.status().classes.contains("edf fifo (deadline refused"),
+        "{}",
+        e.status().classes
+    );
+    e.poll(3 * MS, 0.0);
+    let text = e.metrics.render();
+    assert!(
+        text.contains("cosched_rt_edf_mechanism{mechanism=\"fifo\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cosched_rt_edf_mechanism{mechanism=\"deadline\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_node_whose_kernel_accepted_the_deadline_probe_reports_deadline_in_force() {
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.set_edf_probe(Ok(()));
+    launch_rt(&mut e, 1, 100, SPEC);
+    tick_at(&mut e, 2 * MS);
+    assert_eq!(e.k.attr(100).policy, SchedPolicy::Deadline);
+    assert!(
+        e.status().classes.ends_with("edf deadline"),
+        "{}",
+        e.status().classes
+    );
+    e.poll(3 * MS, 0.0);
+    assert!(
+        e.metrics
+            .render()
+            .contains("cosched_rt_edf_mechanism{mechanism=\"deadline\"} 1")
+    );
+}
+
+#[test]
 fn an_rt_boost_and_a_deadline_reservation_are_undone_at_shutdown() {
     let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
     launch_rt(&mut e, 1, 100, SPEC);
