@@ -331,6 +331,18 @@ impl<K: Kernel> Engine<K> {
         {
             return match level {
                 RtLevel::Run { prio } => Level::Boost { prio },
+                // A task at SCHED_DEADLINE is not taken out of it for a
+                // hold: its reservation (τ + slack per d) is what bounds it.
+                // Leaving SCHED_DEADLINE throttled and coming back before
+                // the task's 0-lag time leaves it throttled for good on
+                // Linux 6.18 (the replenishment timer fired while it was
+                // away and did nothing), and until that 0-lag time its
+                // bandwidth still counts against the root domain, so a
+                // return is also admitted as if it needed it twice (EBUSY).
+                // The priority is unused: the task keeps its reservation.
+                RtLevel::Hold if self.realised_at_deadline(state) => Level::Boost {
+                    prio: self.classes_band().lo(),
+                },
                 RtLevel::Hold => Level::Demote,
             };
         }
@@ -352,11 +364,7 @@ impl<K: Kernel> Engine<K> {
     /// SCHED_DEADLINE parameters for a task boosted by the overlay, with
     /// `edf = "deadline"` and unless the kernel refused it for this task.
     pub(super) fn deadline_for(&self, state: &TaskState, level: Level) -> Option<DeadlineParams> {
-        if self.cfg.classes.edf != EdfKind::Deadline
-            || matches!(self.edf_probe, Some(Err(_)))
-            || state.deadline_refused
-            || !level.is_boost()
-            || !self.under_rt_overlay(state)
+        if !self.realised_at_deadline(state) || !level.is_boost() || !self.under_rt_overlay(state)
         {
             return None;
         }
@@ -364,6 +372,15 @@ impl<K: Kernel> Engine<K> {
         let slack = self.cfg.classes.budget_slack_percent;
         let margin = spec.work_ns.saturating_mul(u64::from(slack)) / 100;
         Some(deadline_params(&spec, margin))
+    }
+
+    /// Whether an RT task's boosts are realised by SCHED_DEADLINE:
+    /// `edf = "deadline"`, and the kernel refused it neither to the
+    /// daemon's probe nor to this task.
+    fn realised_at_deadline(&self, state: &TaskState) -> bool {
+        self.cfg.classes.edf == EdfKind::Deadline
+            && !matches!(self.edf_probe, Some(Err(_)))
+            && !state.deadline_refused
     }
 
     /// The kernel refused SCHED_DEADLINE for `tid` (its affinity is
