@@ -364,8 +364,7 @@ impl<K: Kernel> Engine<K> {
     /// SCHED_DEADLINE parameters for a task boosted by the overlay, with
     /// `edf = "deadline"` and unless the kernel refused it for this task.
     pub(super) fn deadline_for(&self, state: &TaskState, level: Level) -> Option<DeadlineParams> {
-        if !self.realised_at_deadline(state) || !level.is_boost() || !self.under_rt_overlay(state)
-        {
+        if !self.realised_at_deadline(state) || !level.is_boost() || !self.under_rt_overlay(state) {
             return None;
         }
         let spec = self.reg.job(state.job)?.rt.as_ref()?.spec;
