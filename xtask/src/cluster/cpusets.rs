@@ -40,6 +40,39 @@ pub fn node_dir(name: &str) -> PathBuf {
     Path::new(CPUSET_ROOT).join(name)
 }
 
+/// Makes sure the cgroup-v1 cpuset hierarchy is at [`CPUSET_HIERARCHY`]:
+/// mounts it when it is not (a machine that mounts only some v1
+/// controllers). Fails with the reason when it cannot be (no tmpfs at
+/// /sys/fs/cgroup to make the directory in, or the cpuset controller is
+/// bound to cgroup v2). The mount stays: an empty v1 cpuset hierarchy
+/// changes nothing, and `down` may still need it after a crash.
+pub fn ensure_hierarchy() -> Result<()> {
+    if unavailable().is_none() {
+        return Ok(());
+    }
+    let dir = Path::new(CPUSET_HIERARCHY);
+    fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "no cgroup-v1 cpuset hierarchy at {CPUSET_HIERARCHY}, and no directory can be made there"
+        )
+    })?;
+    crate::process::run(
+        std::process::Command::new("mount")
+            .args(["-t", "cgroup", "-o", "cpuset", "cpuset"])
+            .arg(dir),
+    )
+    .with_context(|| {
+        format!(
+            "no cgroup-v1 cpuset hierarchy at {CPUSET_HIERARCHY}, and mounting one failed \
+             (is the cpuset controller in use by cgroup v2?)"
+        )
+    })?;
+    match unavailable() {
+        None => Ok(()),
+        Some(reason) => bail!("mounted a cpuset hierarchy, but {reason}"),
+    }
+}
+
 /// Why exclusive cpusets cannot be made here (None: they can).
 pub fn unavailable() -> Option<String> {
     let balance = Path::new(CPUSET_HIERARCHY).join("cpuset.sched_load_balance");

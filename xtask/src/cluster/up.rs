@@ -80,9 +80,7 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         options.metrics_port,
     )?;
     if options.exclusive_cpusets {
-        if let Some(reason) = cpusets::unavailable() {
-            bail!("--exclusive-cpusets: {reason}");
-        }
+        cpusets::ensure_hierarchy().context("--exclusive-cpusets")?;
         let cpus: Vec<usize> = cluster.nodes.iter().map(|node| node.cpu).collect();
         cpusets::check_distinct(&cpus)?;
         cluster.cpuset_balance_was = Some(cpusets::root_balance()?);
