@@ -55,6 +55,7 @@ pub struct Metrics {
     /// RT tasks by how the class overlay realises them now.
     pub rt_tasks: prometheus::IntGaugeVec,
     pub rt_deadline_refused: IntCounter,
+    pub rt_edf_mechanism: prometheus::IntGaugeVec,
     /// 2DCS-TDM: 1 while the node runs its own division clock because the
     /// coordinator's divisions stopped coming.
     pub tdm_fallback_active: IntGauge,
@@ -153,6 +154,7 @@ impl Metrics {
             rt_overruns: icv("cosched_rt_overruns_total", "Windows in which an RT process of the job used more CPU than its budget (it was throttled until the window ended).", job),
             rt_miss_rate: reg(&r, prometheus::GaugeVec::new(Opts::new("cosched_rt_miss_rate", "Missed over expected frames of the RT job, over every closed window so far (cumulative)."), job).expect("valid metric")),
             rt_tasks: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_rt_tasks", "RT tasks by how the class overlay realises them now: fifo (EDF priority), deadline (SCHED_DEADLINE), held (SCHED_IDLE: satisfied, throttled or outside its class's turn), none (no class mode)."), &["sched"]).expect("valid metric")),
+            rt_edf_mechanism: reg(&r, prometheus::IntGaugeVec::new(Opts::new("cosched_rt_edf_mechanism", "1 for how EDF inside the RT class is realised now: deadline (the kernel's SCHED_DEADLINE, `edf = \"deadline\"` and the kernel accepts it for the node's pinned tasks) or fifo (SCHED_FIFO priorities ordered by absolute deadline: `edf = \"fifo\"`, or the kernel refused SCHED_DEADLINE)."), &["mechanism"]).expect("valid metric")),
             rt_deadline_refused: reg(&r, IntCounter::new("cosched_rt_deadline_refused_total", "RT tasks the kernel refused SCHED_DEADLINE to (they run by EDF-ordered SCHED_FIFO priority instead).").expect("valid metric")),
             tdm_fallback_active: reg(&r, IntGauge::new("cosched_tdm_division_fallback", "1 while 2DCS-TDM runs the node's own division clock (same ratio and period) because no division came from the coordinator for the grace time; 0 otherwise.").expect("valid metric")),
             tdm_fallbacks: reg(&r, IntCounter::new("cosched_tdm_division_fallbacks_total", "Times 2DCS-TDM fell back to the node's own division clock (the coordinator's divisions stopped coming).").expect("valid metric")),

@@ -136,6 +136,11 @@ pub async fn run(config_path: PathBuf, cfg: Config) -> anyhow::Result<()> {
         online_cpus(),
     );
     engine.set_guardian(guardian.pid());
+    // Which EDF mechanism `edf = "deadline"` gets here, asked once.
+    let probe_cpus = engine.cfg().cpus.clone();
+    engine.set_edf_probe(
+        crate::kernel::deadline_probe::deadline_accepted(&probe_cpus).map_err(|e| e.to_string()),
+    );
 
     if let Some(prepared) = &demote_cgroups {
         crate::cpu_group::export(engine.metrics().registry(), prepared);

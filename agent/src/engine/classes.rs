@@ -106,11 +106,55 @@ impl<K: Kernel> Engine<K> {
     pub(super) fn class_status(&self) -> String {
         match self.classes.mode() {
             None => "off".into(),
-            Some(_) => format!(
-                "{}, edf {}",
-                self.classes.describe(),
-                self.cfg.classes.edf.as_str()
-            ),
+            Some(_) => format!("{}, edf {}", self.classes.describe(), self.edf_in_force()),
+        }
+    }
+
+    /// The kernel's answer to the daemon's SCHED_DEADLINE probe (a thread
+    /// pinned to the node's CPUs): with `edf = "deadline"` a refusal means
+    /// every RT task runs by EDF-ordered FIFO priority, said once here.
+    pub fn set_edf_probe(&mut self, probe: Result<(), String>) {
+        if self.cfg.classes.edf == EdfKind::Deadline {
+            match &probe {
+                Ok(()) => tracing::info!(
+                    cpus = ?self.cfg.cpus,
+                    "EDF mechanism: SCHED_DEADLINE (the kernel accepts it for a task pinned to the node's CPUs)"
+                ),
+                Err(error) => tracing::warn!(
+                    cpus = ?self.cfg.cpus,
+                    "EDF mechanism: SCHED_FIFO priorities by absolute deadline, not SCHED_DEADLINE as configured: the kernel refused it for a task pinned to the node's CPUs ({error}); a pinned task needs an exclusive cpuset root domain (`cargo xtask cluster up --exclusive-cpusets`)"
+                ),
+            }
+        }
+        self.edf_probe = Some(probe);
+        self.export_edf_mechanism();
+    }
+
+    /// How EDF is realised now: `deadline`, `fifo`, or `fifo (deadline
+    /// refused: …)` when `edf = "deadline"` and the kernel refused it
+    /// (to the probe, or to some task).
+    pub fn edf_in_force(&self) -> String {
+        if self.cfg.classes.edf != EdfKind::Deadline {
+            return "fifo".into();
+        }
+        if let Some(Err(error)) = &self.edf_probe {
+            return format!("fifo (deadline refused: {error})");
+        }
+        match self.metrics.rt_deadline_refused.get() {
+            0 => "deadline".into(),
+            n => format!("deadline ({n} task(s) refused: fifo for them)"),
+        }
+    }
+
+    /// `cosched_rt_edf_mechanism`: 1 for the mechanism in force.
+    pub(super) fn export_edf_mechanism(&self) {
+        let deadline =
+            self.cfg.classes.edf == EdfKind::Deadline && !matches!(self.edf_probe, Some(Err(_)));
+        for (label, on) in [("deadline", deadline), ("fifo", !deadline)] {
+            self.metrics
+                .rt_edf_mechanism
+                .with_label_values(&[label])
+                .set(i64::from(on));
         }
     }
 
@@ -287,6 +331,18 @@ impl<K: Kernel> Engine<K> {
         {
             return match level {
                 RtLevel::Run { prio } => Level::Boost { prio },
+                // A task at SCHED_DEADLINE is not taken out of it for a
+                // hold: its reservation (τ + slack per d) is what bounds it.
+                // Leaving SCHED_DEADLINE throttled and coming back before
+                // the task's 0-lag time leaves it throttled for good on
+                // Linux 6.18 (the replenishment timer fired while it was
+                // away and did nothing), and until that 0-lag time its
+                // bandwidth still counts against the root domain, so a
+                // return is also admitted as if it needed it twice (EBUSY).
+                // The priority is unused: the task keeps its reservation.
+                RtLevel::Hold if self.realised_at_deadline(state) => Level::Boost {
+                    prio: self.classes_band().lo(),
+                },
                 RtLevel::Hold => Level::Demote,
             };
         }
@@ -308,17 +364,22 @@ impl<K: Kernel> Engine<K> {
     /// SCHED_DEADLINE parameters for a task boosted by the overlay, with
     /// `edf = "deadline"` and unless the kernel refused it for this task.
     pub(super) fn deadline_for(&self, state: &TaskState, level: Level) -> Option<DeadlineParams> {
-        if self.cfg.classes.edf != EdfKind::Deadline
-            || state.deadline_refused
-            || !level.is_boost()
-            || !self.under_rt_overlay(state)
-        {
+        if !self.realised_at_deadline(state) || !level.is_boost() || !self.under_rt_overlay(state) {
             return None;
         }
         let spec = self.reg.job(state.job)?.rt.as_ref()?.spec;
         let slack = self.cfg.classes.budget_slack_percent;
         let margin = spec.work_ns.saturating_mul(u64::from(slack)) / 100;
         Some(deadline_params(&spec, margin))
+    }
+
+    /// Whether an RT task's boosts are realised by SCHED_DEADLINE:
+    /// `edf = "deadline"`, and the kernel refused it neither to the
+    /// daemon's probe nor to this task.
+    fn realised_at_deadline(&self, state: &TaskState) -> bool {
+        self.cfg.classes.edf == EdfKind::Deadline
+            && !matches!(self.edf_probe, Some(Err(_)))
+            && !state.deadline_refused
     }
 
     /// The kernel refused SCHED_DEADLINE for `tid` (its affinity is
@@ -333,9 +394,14 @@ impl<K: Kernel> Engine<K> {
         }
         state.deadline_refused = true;
         self.metrics.rt_deadline_refused.inc();
+        let why = if error.raw_os_error() == Some(libc::EBUSY) {
+            "its admission test: the root domain's deadline bandwidth is taken"
+        } else {
+            "SCHED_DEADLINE needs an exclusive cpuset root domain for a pinned task"
+        };
         tracing::warn!(
             tid,
-            "the kernel refused SCHED_DEADLINE ({error}): this RT task runs by EDF-ordered SCHED_FIFO priority instead (SCHED_DEADLINE needs an exclusive cpuset root domain for a pinned task)"
+            "the kernel refused SCHED_DEADLINE ({error}; {why}): this RT task runs by EDF-ordered SCHED_FIFO priority instead"
         );
     }
 }

@@ -75,6 +75,7 @@ impl<K: Kernel> Engine<K> {
         for (label, n) in counts {
             self.metrics.rt_tasks.with_label_values(&[label]).set(n);
         }
+        self.export_edf_mechanism();
     }
 
     pub fn status(&self) -> AgentStatus {

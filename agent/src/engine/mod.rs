@@ -136,6 +136,10 @@ pub struct Engine<K: Kernel> {
     last_rt_tick: u64,
     /// The timeline recording in progress (None: recording is off).
     recording: Option<record::Recording>,
+    /// What the kernel said when the daemon asked for SCHED_DEADLINE on a
+    /// thread pinned like the node's tasks (None: not probed; the
+    /// `edf = "deadline"` tasks then find out one by one).
+    edf_probe: Option<Result<(), String>>,
 }
 
 impl<K: Kernel> Engine<K> {
@@ -170,6 +174,7 @@ impl<K: Kernel> Engine<K> {
             rt_readers: HashMap::new(),
             last_rt_tick: 0,
             recording: None,
+            edf_probe: None,
             driver: reload::driver_for(&policy, cfg.policy_tick_us),
             interest: WakeInterest::of(&policy),
             cpu_groups,

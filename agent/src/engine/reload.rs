@@ -63,6 +63,10 @@ impl<K: Kernel> Engine<K> {
                 self.apply_wake_settings();
                 self.update_own_priority();
                 if classes_changed {
+                    // Say again which EDF mechanism is in force.
+                    if let Some(probe) = self.edf_probe.clone() {
+                        self.set_edf_probe(probe);
+                    }
                     // The mode, band and EDF realisation apply at once; a
                     // new budget slack to the RT jobs classified from now on
                     // (a job keeps the budget its windows started with).

@@ -458,8 +458,9 @@ impl<K: Kernel> Engine<K> {
                 .task(t)
                 .is_some_and(|s| s.tgid == pid && s.deadline_refused)
         });
+        let probe_refused = matches!(self.edf_probe, Some(Err(_)));
         match self.cfg.classes.edf {
-            crate::classes::EdfKind::Deadline if !refused => "deadline",
+            crate::classes::EdfKind::Deadline if !refused && !probe_refused => "deadline",
             _ => "fifo",
         }
     }

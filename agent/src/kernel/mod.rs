@@ -6,6 +6,7 @@
 //! records calls and holds state in memory so the policy engine, the restore
 //! logic and the registry can be tested without root.
 pub mod counters;
+pub mod deadline_probe;
 pub mod fake;
 pub mod fake_counters;
 pub mod linux;

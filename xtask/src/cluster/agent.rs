@@ -79,7 +79,7 @@ pub fn write_config(cluster: &Cluster, node: &Node) -> Result<()> {
 }
 
 /// Starts the agent in the background: the launching shell moves itself into
-/// the node's cgroup before anything runs (so nothing the agent starts can
+/// the node's cgroup (and its exclusive cpuset, if it has one) before anything runs (so nothing the agent starts can
 /// escape it), then execs nsenter (network namespace only: tracefs stays
 /// visible) and taskset, which exec the agent: the returned child's pid is the
 /// agent's. Its own process group keeps a terminal's Ctrl-C away from it.
@@ -91,9 +91,19 @@ pub fn spawn(node: &Node, agent: &AgentCommand) -> Result<Child> {
         .with_context(|| format!("could not reopen {}", node.log_file.display()))?;
     let mut command = Command::new("sh");
     command
-        .args(["-c", r#"echo $$ > "$1/cgroup.procs" && shift && exec "$@""#])
+        .args([
+            "-c",
+            r#"echo $$ > "$1/cgroup.procs" && { [ -z "$2" ] || echo $$ > "$2/cgroup.procs"; } && shift 2 && exec "$@""#,
+        ])
         .arg("cosched-launch")
         .arg(&node.cgroup)
+        // The node's exclusive cpuset, or "" (the hierarchy's root).
+        .arg(
+            node.cpuset
+                .as_ref()
+                .map(|dir| dir.display().to_string())
+                .unwrap_or_default(),
+        )
         .arg("nsenter")
         .arg(format!("--net={}", node.netns_path().display()))
         .args(["taskset", "--cpu-list"])

@@ -9,7 +9,8 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 
 use super::{
-    BRIDGE, CPU_CGROUP_ROOT, Cluster, STATE_DIR, cgroups, coordinator, network, procfs, prometheus,
+    BRIDGE, CPU_CGROUP_ROOT, Cluster, STATE_DIR, cgroups, coordinator, cpusets, network, procfs,
+    prometheus,
 };
 use crate::progress::say;
 
@@ -86,6 +87,7 @@ pub fn down() -> Result<DownReport> {
     kill_everything_left(&mut report)?;
     remove_cgroups(&mut report)?;
     remove_demote_cgroups(&mut report)?;
+    remove_cpusets(cluster.as_ref(), &mut report)?;
     delete_network(&mut report)?;
     // Before the state directory, where it is mounted.
     unmount_favordynmods(&mut report)?;
@@ -259,6 +261,27 @@ fn remove_demote_cgroups(report: &mut DownReport) -> Result<()> {
         say(
             "down",
             format!("removed {removed} demotion cgroup(s) under {CPU_CGROUP_ROOT}"),
+        );
+    }
+    Ok(())
+}
+
+/// The nodes' exclusive cpusets, and the root's load balancing as it was
+/// (from cluster.json; the kernel's default when it is gone).
+fn remove_cpusets(cluster: Option<&Cluster>, report: &mut DownReport) -> Result<()> {
+    let was = cluster.and_then(|c| c.cpuset_balance_was.as_deref());
+    let (moved, removed) = cpusets::remove(was)?;
+    if removed > 0 {
+        report.threads_moved_out += moved;
+        report.cgroups_removed += removed;
+        say(
+            "down",
+            format!(
+                "removed {removed} cpuset(s) under {}; {}/cpuset.sched_load_balance = {}",
+                cpusets::CPUSET_ROOT,
+                cpusets::CPUSET_HIERARCHY,
+                was.unwrap_or(cpusets::DEFAULT_ROOT_BALANCE)
+            ),
         );
     }
     Ok(())

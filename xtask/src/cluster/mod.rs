@@ -10,6 +10,7 @@ mod agent;
 pub(crate) mod cgroups;
 pub mod coordinator;
 mod cpus;
+pub mod cpusets;
 mod down;
 mod network;
 mod procfs;
@@ -85,6 +86,11 @@ pub struct Cluster {
     /// cluster was started with one (`--prometheus`).
     #[serde(default)]
     pub prometheus: Option<PrometheusNode>,
+    /// With `--exclusive-cpusets`: the cpuset hierarchy root's
+    /// `cpuset.sched_load_balance` before `up` turned it off (`down` puts it
+    /// back). None: the nodes have no cpusets of their own.
+    #[serde(default)]
+    pub cpuset_balance_was: Option<String>,
 }
 
 /// One node: a network namespace, a CPU, an agent.
@@ -114,6 +120,11 @@ pub struct Node {
     /// set by `up` when the agents demote and the kernel allows it.
     #[serde(default)]
     pub demote_cgroup: Option<PathBuf>,
+    /// The node's exclusive cgroup-v1 cpuset (its CPU a root domain of its
+    /// own, so pinned tasks may use SCHED_DEADLINE); the agent runs in it
+    /// and its jobs inherit it. Set by `up --exclusive-cpusets`.
+    #[serde(default)]
+    pub cpuset: Option<PathBuf>,
     /// The agent's stdout and stderr.
     pub log_file: PathBuf,
     /// Set once the agent is started.
@@ -150,6 +161,7 @@ impl Cluster {
                     state_dir: node_dir.join("state"),
                     cgroup: Path::new(CGROUP_ROOT).join(&name),
                     demote_cgroup: None,
+                    cpuset: None,
                     log_file: node_dir.join("agent.log"),
                     agent_pid: None,
                     agent_start_ticks: None,
@@ -168,6 +180,7 @@ impl Cluster {
             coordinator: None,
             slurm: None,
             prometheus: None,
+            cpuset_balance_was: None,
         })
     }
 

@@ -111,6 +111,11 @@ pub(super) fn leftovers() -> Result<Vec<String>> {
             .map(|cgroup| format!("cgroup {}", cgroup.display())),
     );
     found.extend(
+        super::cpusets::leftovers()
+            .into_iter()
+            .map(|dir| format!("cpuset {}", dir.display())),
+    );
+    found.extend(
         cgroups::favordynmods_mounts()
             .into_iter()
             .map(|dir| format!("mount {}", dir.display())),

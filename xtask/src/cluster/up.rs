@@ -10,8 +10,8 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{
     AgentCommand, CPU_CGROUP_ROOT, Cluster, CoordinatorNode, CoordinatorOptions,
-    DEFAULT_METRICS_PORT, PrometheusNode, agent, cgroups, coordinator, cpus, down, network, procfs,
-    prometheus, status,
+    DEFAULT_METRICS_PORT, PrometheusNode, agent, cgroups, coordinator, cpus, cpusets, down,
+    network, procfs, prometheus, status,
 };
 use crate::{
     cargo_build::{self, Profile},
@@ -45,6 +45,10 @@ pub struct UpOptions {
     /// Start a Prometheus (Debian's package, installed when missing) that
     /// scrapes every agent and the coordinator.
     pub prometheus: bool,
+    /// Give every node an exclusive cgroup-v1 cpuset (its CPU its own root
+    /// domain) so that pinned tasks may use SCHED_DEADLINE; see
+    /// `cluster::cpusets`. Nodes must not share CPUs.
+    pub exclusive_cpusets: bool,
 }
 
 impl Default for UpOptions {
@@ -59,6 +63,7 @@ impl Default for UpOptions {
             coordinator: None,
             slurm: false,
             prometheus: false,
+            exclusive_cpusets: false,
         }
     }
 }
@@ -74,6 +79,15 @@ pub fn up(workspace: &Workspace, options: &UpOptions) -> Result<Cluster> {
         &options.policy,
         options.metrics_port,
     )?;
+    if options.exclusive_cpusets {
+        cpusets::ensure_hierarchy().context("--exclusive-cpusets")?;
+        let cpus: Vec<usize> = cluster.nodes.iter().map(|node| node.cpu).collect();
+        cpusets::check_distinct(&cpus)?;
+        cluster.cpuset_balance_was = Some(cpusets::root_balance()?);
+        for node in &mut cluster.nodes {
+            node.cpuset = Some(cpusets::node_dir(&node.name));
+        }
+    }
     if options.prometheus {
         monitoring::ensure_installed()?;
         cluster.prometheus = Some(PrometheusNode::plan(&cluster)?);
@@ -254,6 +268,23 @@ fn start(
         ),
     );
     demote_cgroups(cluster)?;
+    if cluster.cpuset_balance_was.is_some() {
+        let nodes: Vec<(String, usize)> = cluster
+            .nodes
+            .iter()
+            .map(|node| (node.name.clone(), node.cpu))
+            .collect();
+        // cluster.json already records the root's old balancing for `down`.
+        cpusets::create(&nodes)?;
+        say(
+            "up",
+            format!(
+                "exclusive cpusets {}/n<i> (one root domain per node: SCHED_DEADLINE for pinned tasks);                  {}/cpuset.sched_load_balance = 0 until `down`",
+                cpusets::CPUSET_ROOT,
+                cpusets::CPUSET_HIERARCHY
+            ),
+        );
+    }
     for node in &cluster.nodes {
         network::create_node(cluster, node)?;
         cgroups::create(&node.cgroup)?;

@@ -365,6 +365,12 @@ struct RtArgs {
     /// whole with --json/--svg by the last one.
     #[arg(long, value_name = "JSON")]
     merge: Option<std::path::PathBuf>,
+    /// Give each node an exclusive cpuset (its CPU its own root domain, as
+    /// `cluster up --exclusive-cpusets`), so the kernel accepts
+    /// SCHED_DEADLINE for pinned ranks: what `2dcs-tdm-deadline` needs; the
+    /// `deadline` column then runs partitioned EDF, one domain per node.
+    #[arg(long)]
+    exclusive_cpusets: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -387,6 +393,7 @@ impl RtArgs {
             json: self.out.json,
             svg: self.out.svg,
             build: !self.out.no_build,
+            exclusive_cpusets: self.exclusive_cpusets,
             ..defaults
         };
         if self.out.quick {

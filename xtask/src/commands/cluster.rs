@@ -89,6 +89,13 @@ struct UpArgs {
     /// configs/prometheus/; `cluster status` prints its URL.
     #[arg(long)]
     prometheus: bool,
+    /// Give every node an exclusive cgroup-v1 cpuset, so its CPU is a root
+    /// domain of its own and pinned tasks may use SCHED_DEADLINE (the
+    /// agents' `[classes] edf = "deadline"`). While up, the cpuset root does
+    /// not load-balance (tasks outside the nodes stay where they are); `down`
+    /// undoes it. Needs one CPU per node.
+    #[arg(long)]
+    exclusive_cpusets: bool,
     /// A shell command to run instead of the agent, for testing the cluster
     /// plumbing (gets `--config PATH`, COSCHED_NODE and COSCHED_CONTROL_SOCKET;
     /// must create the control socket path).
@@ -134,6 +141,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                 }),
                 slurm: args.slurm,
                 prometheus: args.prometheus,
+                exclusive_cpusets: args.exclusive_cpusets,
             };
             cluster::up(workspace, &options)?;
             print!("{}", cluster::status()?.table());

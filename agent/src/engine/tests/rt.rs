@@ -350,6 +350,93 @@ fn sched_deadline_refused_by_the_kernel_falls_back_to_fifo_with_a_warning() {
 }
 
 #[test]
+fn a_held_rt_task_at_sched_deadline_keeps_its_reservation_instead_of_leaving_sched_deadline() {
+    // Leaving SCHED_DEADLINE throttled and coming back before the 0-lag
+    // time leaves a task throttled for good (Linux 6.18): a hold must not
+    // take it out of SCHED_DEADLINE; its reservation bounds it.
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.set_edf_probe(Ok(()));
+    let dir = launch_rt(&mut e, 1, 100, SPEC);
+    tick_at(&mut e, 2 * MS);
+    let reserved = e.k.attr(100);
+    assert_eq!(reserved.policy, SchedPolicy::Deadline, "{reserved:?}");
+    report(&mut e, &dir, 100, 2);
+    tick_at(&mut e, 6 * MS);
+    let rt = e.job_info(1).unwrap().rt.unwrap();
+    assert_eq!(rt.processes[0].state, "satisfied", "held by the overlay");
+    assert_eq!(e.k.attr(100), reserved, "still at its reservation");
+    e.poll(7 * MS, 0.0);
+    assert!(
+        e.metrics
+            .render()
+            .contains("cosched_rt_tasks{sched=\"held\"} 1")
+    );
+    tick_at(&mut e, 22 * MS);
+    assert_eq!(e.k.attr(100), reserved, "due again: the same reservation");
+    // A task refused SCHED_DEADLINE runs by FIFO priority and is held as
+    // before (SCHED_IDLE).
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.k.deny_deadline = true;
+    let dir = launch_rt(&mut e, 2, 200, SPEC);
+    tick_at(&mut e, 2 * MS);
+    assert!(is_boost(e.k.attr(200)), "{:?}", e.k.attr(200));
+    report(&mut e, &dir, 200, 2);
+    tick_at(&mut e, 6 * MS);
+    assert_eq!(e.k.attr(200).policy, SchedPolicy::Idle);
+}
+
+#[test]
+fn a_node_whose_kernel_refused_the_deadline_probe_runs_edf_by_fifo_and_says_so() {
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.set_edf_probe(Err("Operation not permitted (os error 1)".into()));
+    launch_rt(&mut e, 1, 100, SPEC);
+    tick_at(&mut e, 2 * MS);
+    let a = e.k.attr(100);
+    // Not even tried: FIFO in the band straight away, no per-task refusal.
+    assert!(is_boost(a) && (21..=39).contains(&a.priority), "{a:?}");
+    assert_eq!(e.metrics.rt_deadline_refused.get(), 0);
+    assert_eq!(
+        e.job_info(1).unwrap().rt.unwrap().processes[0].sched,
+        "fifo"
+    );
+    assert!(
+        e.status().classes.contains("edf fifo (deadline refused"),
+        "{}",
+        e.status().classes
+    );
+    e.poll(3 * MS, 0.0);
+    let text = e.metrics.render();
+    assert!(
+        text.contains("cosched_rt_edf_mechanism{mechanism=\"fifo\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cosched_rt_edf_mechanism{mechanism=\"deadline\"} 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_node_whose_kernel_accepted_the_deadline_probe_reports_deadline_in_force() {
+    let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
+    e.set_edf_probe(Ok(()));
+    launch_rt(&mut e, 1, 100, SPEC);
+    tick_at(&mut e, 2 * MS);
+    assert_eq!(e.k.attr(100).policy, SchedPolicy::Deadline);
+    assert!(
+        e.status().classes.ends_with("edf deadline"),
+        "{}",
+        e.status().classes
+    );
+    e.poll(3 * MS, 0.0);
+    assert!(
+        e.metrics
+            .render()
+            .contains("cosched_rt_edf_mechanism{mechanism=\"deadline\"} 1")
+    );
+}
+
+#[test]
 fn an_rt_boost_and_a_deadline_reservation_are_undone_at_shutdown() {
     let mut e = rt_engine("mode = \"ps\"\nedf = \"deadline\"");
     launch_rt(&mut e, 1, 100, SPEC);

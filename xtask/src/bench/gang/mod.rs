@@ -199,6 +199,7 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
         }),
         slurm: false,
         prometheus: false,
+        exclusive_cpusets: false,
     };
     let Measured {
         rows,

@@ -154,6 +154,7 @@ pub fn run(workspace: &Workspace, opts: &LocalOptions) -> anyhow::Result<LocalRe
         coordinator: None,
         slurm: false,
         prometheus: false,
+        exclusive_cpusets: false,
     };
     let measured = with_own_cluster(workspace, &up, |c| {
         matrix::run(c, &synth.display().to_string(), &m)

@@ -241,6 +241,7 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
         }),
         slurm: false,
         prometheus: false,
+        exclusive_cpusets: false,
     };
     let scratch = std::env::temp_dir().join(format!("cosched-bench-mpi-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;

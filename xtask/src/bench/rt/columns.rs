@@ -39,6 +39,14 @@ pub enum Column {
     #[value(name = "2dcs-tdm")]
     #[serde(rename = "2dcs-tdm")]
     Tdm,
+    /// 2DCS-TDM with the agents' `[classes] edf = "deadline"`: EDF inside
+    /// the RT division by the kernel's SCHED_DEADLINE where the kernel
+    /// accepts it (nodes with exclusive cpusets: `--exclusive-cpusets`),
+    /// else the agents fall back to `2dcs-tdm`'s FIFO priorities and say
+    /// so. Not in the default set.
+    #[value(name = "2dcs-tdm-deadline")]
+    #[serde(rename = "2dcs-tdm-deadline")]
+    TdmDeadline,
     /// 2DCS with proportional share (`2dcs-ps`).
     #[value(name = "2dcs-ps")]
     #[serde(rename = "2dcs-ps")]
@@ -62,6 +70,7 @@ impl Column {
         match self {
             Column::OneGs => "1gs",
             Column::Tdm => "2dcs-tdm",
+            Column::TdmDeadline => "2dcs-tdm-deadline",
             Column::Ps => "2dcs-ps",
             Column::Fifo => "fifo",
             Column::Deadline => "deadline",
@@ -73,7 +82,7 @@ impl Column {
     pub fn coordinator_policy(self) -> Option<&'static str> {
         match self {
             Column::OneGs => Some("one-level-gang"),
-            Column::Tdm => Some("2dcs-tdm"),
+            Column::Tdm | Column::TdmDeadline => Some("2dcs-tdm"),
             Column::Ps => Some("2dcs-ps"),
             Column::Fifo | Column::Deadline => None,
         }
@@ -85,6 +94,7 @@ impl Column {
     pub fn agent_policy(self) -> &'static str {
         match self {
             Column::Tdm | Column::Ps => "pb-sb",
+            Column::TdmDeadline => "pb-sb:classes.edf=\"deadline\"",
             _ => "local",
         }
     }
@@ -95,7 +105,7 @@ impl Column {
             Admission::None | Admission::Deterministic => true,
             // 1GS has only its deterministic rule; the kernel only its own.
             Admission::Statistical | Admission::Probabilistic => {
-                matches!(self, Column::Tdm | Column::Ps)
+                matches!(self, Column::Tdm | Column::TdmDeadline | Column::Ps)
             }
         }
     }
@@ -143,6 +153,20 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tdm_with_deadline_edf_is_tdm_with_the_agents_edf_set_to_deadline() {
+        use crate::bench::local::policies::PolicySpec;
+        let c = Column::TdmDeadline;
+        assert!(!Column::ALL.contains(&c), "opt-in, not a default column");
+        assert_eq!(c.coordinator_policy(), Column::Tdm.coordinator_policy());
+        let spec = PolicySpec::parse(c.agent_policy()).unwrap();
+        assert_eq!(spec.name, Column::Tdm.agent_policy());
+        let config = spec.apply("policy = \"local\"\n").unwrap();
+        let doc: toml::Table = toml::from_str(&config).unwrap();
+        assert_eq!(doc["classes"]["edf"].as_str(), Some("deadline"), "{config}");
+        assert_eq!(c.label(), "2dcs-tdm-deadline");
+    }
 
     #[test]
     fn names_match_the_command_line_and_the_coordinator() {

@@ -93,6 +93,12 @@ pub struct RtOptions {
     pub json: Option<PathBuf>,
     pub svg: Option<PathBuf>,
     pub build: bool,
+    /// Run the cluster with exclusive cpusets (`cluster up
+    /// --exclusive-cpusets`): each node's CPU a root domain of its own, so
+    /// SCHED_DEADLINE is accepted for the pinned ranks (`2dcs-tdm-deadline`;
+    /// the `deadline` column then runs partitioned EDF per node instead of
+    /// global EDF over widened affinities).
+    pub exclusive_cpusets: bool,
 }
 
 impl Default for RtOptions {
@@ -117,6 +123,7 @@ impl Default for RtOptions {
             json: None,
             svg: None,
             build: true,
+            exclusive_cpusets: false,
         }
     }
 }
@@ -286,6 +293,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
                 opts.statistical_bound_percent,
             )),
         }),
+        exclusive_cpusets: opts.exclusive_cpusets,
         ..UpOptions::default()
     };
     let started = std::time::Instant::now();
@@ -341,6 +349,38 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
         say("bench", format!("wrote {}", path.display()));
     }
     Ok(report)
+}
+
+/// Each agent's EDF mechanism in force and how many RT tasks the kernel
+/// refused SCHED_DEADLINE to, from its metrics: `n0 deadline, 0 refused; …`.
+fn edf_in_force(cluster: &Cluster) -> String {
+    use crate::bench::local::agent_cpu::{metric_sum, scrape};
+    cluster
+        .nodes
+        .iter()
+        .map(|node| match scrape(node.metrics_addr) {
+            Ok(text) => {
+                let on = |m: &str| {
+                    metric_sum(
+                        &text,
+                        &format!("cosched_rt_edf_mechanism{{mechanism=\"{m}\"}}"),
+                    )
+                    .unwrap_or(0.0)
+                        > 0.0
+                };
+                let mechanism = match (on("deadline"), on("fifo")) {
+                    (true, _) => "deadline",
+                    (_, true) => "fifo",
+                    _ => "?",
+                };
+                let refused =
+                    metric_sum(&text, "cosched_rt_deadline_refused_total").unwrap_or(f64::NAN);
+                format!("{} {mechanism}, {refused} refused", node.name)
+            }
+            Err(e) => format!("{} ?: {e:#}", node.name),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The rows of an earlier `bench rt --json` report.
@@ -487,6 +527,9 @@ fn measure(
         };
         if !opts.frame_times {
             row.keep_frame_times_of_missing_jobs_only();
+        }
+        if matches!(key.column, Column::Tdm | Column::TdmDeadline | Column::Ps) {
+            row.edf = Some(edf_in_force(cluster));
         }
         say(
             "bench",

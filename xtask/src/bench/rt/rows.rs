@@ -78,6 +78,12 @@ pub struct RtRow {
     pub wall_s: f64,
     #[serde(deserialize_with = "nan_if_null")]
     pub outside_cpu_percent: f64,
+    /// How the agents realised EDF in the RT class at the end of the cell,
+    /// per node (`n0 deadline, 0 refused`: their `cosched_rt_edf_mechanism`
+    /// and `cosched_rt_deadline_refused_total`); only for the coordinator's
+    /// class columns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edf: Option<String>,
 }
 
 /// Where a cell sits in the sweep.
@@ -165,6 +171,7 @@ impl RtRow {
             rt_cpu_share: f64::NAN,
             wall_s: f64::NAN,
             outside_cpu_percent: f64::NAN,
+            edf: None,
         }
     }
 
