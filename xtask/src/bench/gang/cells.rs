@@ -135,8 +135,9 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
             for &mode in &sliced {
                 let ahead = mode.paired_schedule_ahead();
                 if ready.as_ref().is_none_or(|(started, _)| *started != ahead) {
-                    let started = fresh_coordinator(cluster, slice, ahead)
-                        .with_context(|| format!("starting the coordinator with {slice} ms slices"));
+                    let started = fresh_coordinator(cluster, slice, ahead).with_context(|| {
+                        format!("starting the coordinator with {slice} ms slices")
+                    });
                     ready = Some((ahead, started));
                 }
                 let ready = &ready.as_ref().expect("set above").1;
@@ -200,12 +201,9 @@ fn fresh_coordinator(
         .coordinator
         .clone()
         .context("the bench cluster has no coordinator")?;
-    if let Some(options) = restart_options(
-        &current,
-        current.alive(),
-        slice_ms,
-        paired_schedule_ahead,
-    ) {
+    if let Some(options) =
+        restart_options(&current, current.alive(), slice_ms, paired_schedule_ahead)
+    {
         say(
             "bench",
             format!(
@@ -234,8 +232,8 @@ fn restart_options(
     slice_ms: u64,
     paired_schedule_ahead: bool,
 ) -> Option<CoordinatorOptions> {
-    let same = current.slice_ms == slice_ms
-        && current.paired_schedule_ahead == paired_schedule_ahead;
+    let same =
+        current.slice_ms == slice_ms && current.paired_schedule_ahead == paired_schedule_ahead;
     (!same || !running).then(|| CoordinatorOptions {
         policy: IDLE_COORDINATOR_POLICY.into(),
         slice_ms,
@@ -422,7 +420,9 @@ mod tests {
             let config = config_during(from, Mode::PairedGangAhead);
             let parsed: toml::Table = toml::from_str(&config).unwrap();
             assert_eq!(
-                parsed.get("paired_schedule_ahead").and_then(|v| v.as_bool()),
+                parsed
+                    .get("paired_schedule_ahead")
+                    .and_then(|v| v.as_bool()),
                 Some(true),
                 "from {from}:\n{config}"
             );

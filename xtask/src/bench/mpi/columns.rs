@@ -87,8 +87,7 @@ impl Column {
             Column::Policy(p) => p.clone(),
             Column::Yield => "yield".into(),
             Column::Coordinator {
-                paired_ahead: true,
-                ..
+                paired_ahead: true, ..
             } => PAIRED_GANG_AHEAD.into(),
             Column::Coordinator { policy, .. } => policy.to_string(),
         }

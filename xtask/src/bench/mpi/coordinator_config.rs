@@ -106,7 +106,10 @@ mod tests {
 
     fn says_ahead(config: &str) -> bool {
         let parsed: toml::Table = toml::from_str(config).unwrap();
-        parsed.get("paired_schedule_ahead").and_then(|v| v.as_bool()) == Some(true)
+        parsed
+            .get("paired_schedule_ahead")
+            .and_then(|v| v.as_bool())
+            == Some(true)
     }
 
     #[test]
