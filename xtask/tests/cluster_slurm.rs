@@ -156,6 +156,7 @@ fn srun_steps_of_root_and_of_users_are_gang_sliced_unless_opted_out_and_end_when
             stop_inactive: true,
             bin_dir: None,
             classes: None,
+            paired_schedule_ahead: false,
         }),
         slurm: true,
         ..UpOptions::default()

@@ -413,6 +413,7 @@ mod tests {
             stop_inactive: true,
             bin_dir: Some("/b".into()),
             classes: None,
+            paired_schedule_ahead: false,
         };
         cluster.coordinator = Some(
             crate::cluster::CoordinatorNode::plan(&cluster, &options, Path::new("/r")).unwrap(),

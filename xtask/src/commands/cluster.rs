@@ -138,6 +138,7 @@ pub fn run(workspace: &Workspace, args: Args) -> Result<ExitCode> {
                     stop_inactive: !args.demote_inactive,
                     bin_dir: None,
                     classes: None,
+                    paired_schedule_ahead: false,
                 }),
                 slurm: args.slurm,
                 prometheus: args.prometheus,

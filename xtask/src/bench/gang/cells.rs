@@ -3,7 +3,8 @@
 //! plain Linux) and the local modes, whose jobs the bench launches through
 //! the agents like `bench local`. Then, for each slice length (a coordinator
 //! started afresh with it): every workload under every coordinator mode,
-//! jobs submitted to the coordinator. A cell is `reps` runs; its rows hold
+//! jobs submitted to the coordinator (restarted again whenever the next
+//! mode needs the other `paired_schedule_ahead`). A cell is `reps` runs; its rows hold
 //! medians. A failing cell becomes error rows and the loop goes on; Ctrl-C
 //! stops it between runs.
 use anyhow::{Context as _, anyhow};
@@ -29,7 +30,7 @@ use crate::{
         },
         outside_load::{Retry, undisturbed},
     },
-    cluster::{Cluster, CoordinatorOptions, coordinator},
+    cluster::{Cluster, CoordinatorNode, CoordinatorOptions, coordinator},
     progress::say,
 };
 
@@ -127,18 +128,27 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
             m.interrupted = true;
             return m;
         }
-        let ready = fresh_coordinator(cluster, slice)
-            .with_context(|| format!("starting the coordinator with {slice} ms slices"));
-        let coord = Coord {
-            cluster: &*cluster,
-            synth,
-        };
+        // The key the running coordinator was started with, and whether
+        // that start worked.
+        let mut ready: Option<(bool, anyhow::Result<()>)> = None;
         for &w in &plan.workloads {
             for &mode in &sliced {
+                let ahead = mode.paired_schedule_ahead();
+                if ready.as_ref().is_none_or(|(started, _)| *started != ahead) {
+                    let started = fresh_coordinator(cluster, slice, ahead).with_context(|| {
+                        format!("starting the coordinator with {slice} ms slices")
+                    });
+                    ready = Some((ahead, started));
+                }
+                let ready = &ready.as_ref().expect("set above").1;
+                let coord = Coord {
+                    cluster: &*cluster,
+                    synth,
+                };
                 let cell = Cell::new(w, mode, Some(slice), plan);
                 let policy = mode.coordinator_policy().unwrap_or(IDLE_COORDINATOR_POLICY);
                 let agents = mode.agent_running_policy(&plan.best_local);
-                let switched = match &ready {
+                let switched = match ready {
                     Ok(()) => coord.admin().set_policy(policy, agents),
                     Err(e) => Err(anyhow!("{e:#}")),
                 };
@@ -179,31 +189,59 @@ pub fn run(cluster: &mut Cluster, synth: &str, plan: &Plan) -> Measured {
     m
 }
 
-/// A coordinator with `slice_ms` slices, idle (`fcfs`), every agent joined
-/// and back on plain Linux; restarted unless it already runs that slice.
-fn fresh_coordinator(cluster: &mut Cluster, slice_ms: u64) -> anyhow::Result<()> {
+/// A coordinator with `slice_ms` slices and `paired_schedule_ahead` as
+/// asked, idle (`fcfs`), every agent joined and back on plain Linux;
+/// restarted unless it already runs that config.
+fn fresh_coordinator(
+    cluster: &mut Cluster,
+    slice_ms: u64,
+    paired_schedule_ahead: bool,
+) -> anyhow::Result<()> {
     let current = cluster
         .coordinator
         .clone()
         .context("the bench cluster has no coordinator")?;
-    if current.slice_ms != slice_ms || !current.alive() {
+    if let Some(options) =
+        restart_options(&current, current.alive(), slice_ms, paired_schedule_ahead)
+    {
         say(
             "bench",
-            format!("restarting the coordinator with {slice_ms} ms slices"),
+            format!(
+                "restarting the coordinator with {slice_ms} ms slices{}",
+                if paired_schedule_ahead {
+                    ", paired_schedule_ahead"
+                } else {
+                    ""
+                }
+            ),
         );
-        let options = CoordinatorOptions {
-            policy: IDLE_COORDINATOR_POLICY.into(),
-            slice_ms,
-            stop_inactive: current.stop_inactive,
-            bin_dir: None,
-            classes: None,
-        };
         coordinator::restart(cluster, &options, COORDINATOR_TIMEOUT)?;
     } else {
         let coord = cluster.coordinator.as_ref().expect("checked above");
         coordinator::cli(coord, &["policy", "set", IDLE_COORDINATOR_POLICY])?;
     }
     policies::switch_all(cluster, BASELINE)
+}
+
+/// The options to restart `current` with for `slice_ms` slices and
+/// `paired_schedule_ahead` (written only when true), if it does not run
+/// that config (or is not running); `None`: keep it.
+fn restart_options(
+    current: &CoordinatorNode,
+    running: bool,
+    slice_ms: u64,
+    paired_schedule_ahead: bool,
+) -> Option<CoordinatorOptions> {
+    let same =
+        current.slice_ms == slice_ms && current.paired_schedule_ahead == paired_schedule_ahead;
+    (!same || !running).then(|| CoordinatorOptions {
+        policy: IDLE_COORDINATOR_POLICY.into(),
+        slice_ms,
+        stop_inactive: current.stop_inactive,
+        bin_dir: None,
+        classes: None,
+        paired_schedule_ahead,
+    })
 }
 
 /// One (workload, mode, slice).
@@ -345,5 +383,73 @@ impl Cell {
             self.name(),
             s.join(", ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::cluster::coordinator::config_toml;
+
+    /// The config the coordinator runs with during `mode` at 10 ms slices,
+    /// starting from one with `from` (what `fresh_coordinator` writes).
+    fn config_during(from: bool, mode: Mode) -> String {
+        let mut cluster = Cluster::plan(2, &[0, 1], "local", 9464).unwrap();
+        let start = CoordinatorOptions {
+            policy: IDLE_COORDINATOR_POLICY.into(),
+            slice_ms: 10,
+            paired_schedule_ahead: from,
+            ..CoordinatorOptions::default()
+        };
+        let current = CoordinatorNode::plan(&cluster, &start, Path::new("/r")).unwrap();
+        cluster.coordinator = Some(current.clone());
+        match restart_options(&current, true, 10, mode.paired_schedule_ahead()) {
+            Some(options) => {
+                let next = CoordinatorNode::plan(&cluster, &options, Path::new("/r")).unwrap();
+                config_toml(&cluster, &next)
+            }
+            None => config_toml(&cluster, &current),
+        }
+    }
+
+    #[test]
+    fn only_paired_gang_ahead_runs_with_the_key_whatever_ran_before() {
+        for from in [false, true] {
+            let config = config_during(from, Mode::PairedGangAhead);
+            let parsed: toml::Table = toml::from_str(&config).unwrap();
+            assert_eq!(
+                parsed
+                    .get("paired_schedule_ahead")
+                    .and_then(|v| v.as_bool()),
+                Some(true),
+                "from {from}:\n{config}"
+            );
+            for mode in [Mode::Gang, Mode::PairedGang, Mode::Fcs] {
+                let config = config_during(from, mode);
+                assert!(
+                    !config.contains("paired_schedule_ahead"),
+                    "{mode:?} from {from}:\n{config}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_coordinator_is_kept_when_it_runs_the_config_and_restarted_otherwise() {
+        let cluster = Cluster::plan(2, &[0, 1], "local", 9464).unwrap();
+        let start = CoordinatorOptions {
+            slice_ms: 10,
+            ..CoordinatorOptions::default()
+        };
+        let current = CoordinatorNode::plan(&cluster, &start, Path::new("/r")).unwrap();
+        assert!(restart_options(&current, true, 10, false).is_none());
+        assert!(restart_options(&current, false, 10, false).is_some());
+        assert_eq!(
+            restart_options(&current, true, 50, false).map(|o| o.slice_ms),
+            Some(50)
+        );
+        assert!(restart_options(&current, true, 10, true).is_some_and(|o| o.paired_schedule_ahead));
     }
 }

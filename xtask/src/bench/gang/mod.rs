@@ -196,6 +196,8 @@ pub fn run(workspace: &Workspace, opts: &GangOptions) -> anyhow::Result<GangRepo
             stop_inactive: opts.stop_inactive,
             bin_dir: Some(bin.dir().to_path_buf()),
             classes: None,
+            // Each mode's own (`cells::fresh_coordinator`).
+            paired_schedule_ahead: false,
         }),
         slurm: false,
         prometheus: false,

@@ -8,7 +8,13 @@
 //!   `--slice-ms`, jobs submitted to the coordinator. The agents' own policy
 //!   stays `local` (gang and paired gang decide only which jobs may run; the
 //!   kernel schedules those) except under `fcs`, where the coordinator
-//!   switches them to the local FCS policy.
+//!   switches them to the local FCS policy;
+//! - `paired-gang-ahead`: paired gang with `paired_schedule_ahead = true`
+//!   in the coordinator's config (its slices announced ahead as a
+//!   schedule, as gang's are); the coordinator is restarted with the key
+//!   for this mode and without it for the others (`cells`), so the key's
+//!   A/B runs in one invocation. Not in the default set (`Mode::ALL`): a
+//!   variant of paired gang, measured when named.
 use crate::bench::local::policies::BASELINE;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
@@ -21,6 +27,8 @@ pub enum Mode {
     Gang,
     /// Paired gang scheduling (Paired Gang Scheduling): a light row runs with a heavy one.
     PairedGang,
+    /// Paired gang with its slices announced ahead (`paired_schedule_ahead`).
+    PairedGangAhead,
     /// Flexible coscheduling: gang slots, local FCS classes inside them.
     Fcs,
 }
@@ -40,9 +48,15 @@ impl Mode {
         match self {
             Mode::Local | Mode::BestLocal => None,
             Mode::Gang => Some("gang"),
-            Mode::PairedGang => Some("paired-gang"),
+            Mode::PairedGang | Mode::PairedGangAhead => Some("paired-gang"),
             Mode::Fcs => Some("fcs"),
         }
+    }
+
+    /// Whether the coordinator's config says `paired_schedule_ahead = true`
+    /// during this mode (otherwise the key is left out: its default).
+    pub fn paired_schedule_ahead(self) -> bool {
+        self == Mode::PairedGangAhead
     }
 
     /// The policy in the agents' config file during this mode.
@@ -67,6 +81,7 @@ impl Mode {
         match self {
             Mode::Local => BASELINE.into(),
             Mode::BestLocal => best_local.into(),
+            Mode::PairedGangAhead => "paired-gang-ahead".into(),
             other => other.coordinator_policy().unwrap_or_default().into(),
         }
     }
@@ -112,5 +127,22 @@ mod tests {
             .map(|m| m.to_possible_value().unwrap().get_name().to_string())
             .collect();
         assert_eq!(names, ["local", "best-local", "gang", "paired-gang", "fcs"]);
+        assert_eq!(
+            Mode::from_str("paired-gang-ahead", false),
+            Ok(Mode::PairedGangAhead)
+        );
+    }
+
+    #[test]
+    fn paired_gang_ahead_is_paired_gang_with_the_key_under_its_own_label() {
+        let ahead = Mode::PairedGangAhead;
+        assert_eq!(ahead.coordinator_policy(), Some("paired-gang"));
+        assert_eq!(ahead.label("dcs"), "paired-gang-ahead");
+        assert_eq!(ahead.agent_running_policy("dcs"), "local");
+        assert!(ahead.sliced());
+        assert!(ahead.paired_schedule_ahead());
+        for other in Mode::ALL {
+            assert!(!other.paired_schedule_ahead(), "{other:?}");
+        }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use super::{
     columns::Column,
+    coordinator_config,
     run::{Ctx, Handoff, RunResult, run_once},
     workloads::MpiWorkload,
 };
@@ -153,6 +154,11 @@ fn measure(
         Some(Column::Coordinator { policy, .. }) => Some(*policy),
         _ => None,
     };
+    // A coordinator column may need the coordinator's config changed
+    // (`paired-gang-ahead`): restarted, idle, before anything is switched.
+    if let Some(c) = col {
+        coordinator_config::ensure(ctx.cluster, c)?;
+    }
     // The coordinator idles (enforcing nothing, the agents keep their own
     // policy) unless its column runs; switched first, so that the agents'
     // policy is set after it.

@@ -11,10 +11,12 @@
 //! `bench local`. Writes a table, JSON, an SVG and issue 12's targets.
 //!
 //! Modules: `workloads` (the programs and their settings), `columns`,
+//! `coordinator_config` (the coordinator's config a column needs),
 //! `run` (one run: launch, hand-off to the agents, timing), `matrix` (the
 //! loop), `rows` (medians, table, chart rows), `targets`, `pool` (several
 //! reports judged as one: `bench mpi-pool`).
 pub mod columns;
+pub mod coordinator_config;
 pub mod matrix;
 pub mod pool;
 pub mod rows;
@@ -73,10 +75,7 @@ impl Default for MpiOptions {
             mpls: vec![2, 3],
             columns: Column::all(DEFAULT_SLICE_MS)
                 .iter()
-                .map(|c| match c {
-                    Column::Coordinator { policy, .. } => policy.to_string(),
-                    other => other.label(),
-                })
+                .map(Column::name)
                 .collect(),
             slice_ms: DEFAULT_SLICE_MS,
             reps: 3,
@@ -238,6 +237,8 @@ pub fn run(workspace: &Workspace, opts: &MpiOptions) -> anyhow::Result<MpiReport
             stop_inactive: true,
             bin_dir: Some(bin.dir().to_path_buf()),
             classes: None,
+            // Each column's own (`coordinator_config::ensure`).
+            paired_schedule_ahead: false,
         }),
         slurm: false,
         prometheus: false,

@@ -366,6 +366,7 @@ mod tests {
             columns: vec![Column::Coordinator {
                 policy: "gang",
                 slice_ms: 10,
+                paired_ahead: false,
             }],
             reps: 2,
         };

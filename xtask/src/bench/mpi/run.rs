@@ -54,7 +54,8 @@ pub enum Handoff {
 
 /// What the runs share.
 pub struct Ctx<'a> {
-    pub cluster: &'a Cluster,
+    /// Mutable: a column may restart the coordinator (`coordinator_config`).
+    pub cluster: &'a mut Cluster,
     pub nodes: Nodes,
     pub launch_agent: PathBuf,
     /// Scratch space: one working directory per job.
@@ -71,7 +72,7 @@ pub struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     pub fn new(
-        cluster: &'a Cluster,
+        cluster: &'a mut Cluster,
         scratch: PathBuf,
         programs: Vec<((Library, MpiWorkload), String)>,
         seconds: f64,

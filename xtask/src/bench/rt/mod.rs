@@ -292,6 +292,7 @@ pub fn run(workspace: &Workspace, opts: &RtOptions) -> anyhow::Result<RtReport> 
                 Admission::None,
                 opts.statistical_bound_percent,
             )),
+            paired_schedule_ahead: false,
         }),
         exclusive_cpusets: opts.exclusive_cpusets,
         ..UpOptions::default()
@@ -420,6 +421,7 @@ fn configure(
         stop_inactive: current.stop_inactive,
         bin_dir: None,
         classes: Some(classes_table(admission, bound_percent)),
+        paired_schedule_ahead: false,
     };
     coordinator::restart(cluster, &options, COORDINATOR_TIMEOUT)
         .with_context(|| format!("restarting the coordinator under {policy}"))?;
