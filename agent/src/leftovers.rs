@@ -305,12 +305,21 @@ mod tests {
             .read_line(&mut line)
             .unwrap();
         let scrubbed: u32 = line.trim().parse().unwrap();
-        // Until `env -i` has exec'd sleep, the child still shows the rank;
-        // while it execs, its environ may not be readable at all: wait for
-        // a readable environ without the rank.
+        // Until `env -i` has exec'd sleep, the child still shows the rank.
+        // While it execs (sh → env, env → sleep) its environ may not be
+        // readable, or read empty (the new image's environment is not set
+        // up yet): an empty read during sh → env let the test go on with
+        // `env` still naming the rank (reaped too: 2, seen once). Wait for
+        // the child to be sleep (its name is set at that exec) with a
+        // readable environ without the rank.
+        let is_sleep = || {
+            fs::read_to_string(format!("/proc/{scrubbed}/comm"))
+                .is_ok_and(|comm| comm.trim_end() == "sleep")
+        };
         let started = Instant::now();
-        while !fs::read(format!("/proc/{scrubbed}/environ"))
-            .is_ok_and(|environ| !names_rank(&environ, &by, RANK))
+        while !(is_sleep()
+            && fs::read(format!("/proc/{scrubbed}/environ"))
+                .is_ok_and(|environ| !names_rank(&environ, &by, RANK)))
         {
             assert!(
                 started.elapsed() < Duration::from_secs(5),

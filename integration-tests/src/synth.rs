@@ -23,6 +23,39 @@ pub fn fine_spin<'a>(proto: &'a str, seconds: &'a str) -> [&'a str; 8] {
     ]
 }
 
+/// A one-rank RT job ("video", job 1): `cosched-synth --rt` with `frames`
+/// frames of `work_ns` every `period_ns`, blocking receives, for 3 s;
+/// declared to the agent with the same numbers.
+pub fn rt_video(period_ns: u64, frames: u32, work_ns: u64) -> JobSpec {
+    JobSpec {
+        job_id: 1,
+        name: "video".into(),
+        rank: 0,
+        size: 1,
+        command: crate::bin("cosched-synth").display().to_string(),
+        args: [
+            "--rt",
+            &format!("{period_ns}:{frames}:{work_ns}"),
+            "--recv",
+            "block",
+            "--duration",
+            "3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        env: BTreeMap::new(),
+        peers: vec![format!("127.0.0.1:{}", crate::free_port())],
+        cpus: vec![],
+        sched: None,
+        class: cosched_proto::wire::JobClass::RealTime {
+            period_ns,
+            frames,
+            work_ns,
+        },
+    }
+}
+
 pub fn specs(job_id: u32, name: &str, addrs: &[&str], port: u16, args: &[&str]) -> Vec<JobSpec> {
     let peers: Vec<String> = addrs.iter().map(|a| format!("{a}:{port}")).collect();
     (0..addrs.len())

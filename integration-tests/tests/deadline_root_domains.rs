@@ -5,17 +5,15 @@
 //! an RT rank of a 2DCS-PS agent must run at SCHED_DEADLINE and the agent
 //! must say so; afterwards the cpusets are gone and the hierarchy's root
 //! balances again (a pinned task is refused SCHED_DEADLINE again).
-use std::{collections::BTreeMap, io, time::Duration};
+use std::{io, time::Duration};
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
     coord::exclusive,
-    free_port,
     pair::{job_info, watch},
     proc::{online_cpus, pin_current_thread, sched_of, threads_of},
-    require_root,
+    require_root, synth,
 };
-use cosched_proto::{job::JobSpec, wire::JobClass};
 use xtask::cluster::cpusets;
 
 const SCHED_DEADLINE: i32 = 6;
@@ -126,35 +124,7 @@ fn an_rt_rank_runs_at_sched_deadline_in_an_exclusive_cpuset_and_everything_is_re
         agent.log()
     );
     let (period_ns, frames, work_ns) = (10_000_000, 2, 500_000);
-    let spec = JobSpec {
-        job_id: 1,
-        name: "video".into(),
-        rank: 0,
-        size: 1,
-        command: cosched_integration_tests::bin("cosched-synth")
-            .display()
-            .to_string(),
-        args: [
-            "--rt",
-            &format!("{period_ns}:{frames}:{work_ns}"),
-            "--recv",
-            "block",
-            "--duration",
-            "3",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        env: BTreeMap::new(),
-        peers: vec![format!("127.0.0.1:{}", free_port())],
-        cpus: vec![],
-        sched: None,
-        class: JobClass::RealTime {
-            period_ns,
-            frames,
-            work_ns,
-        },
-    };
+    let spec = synth::rt_video(period_ns, frames, work_ns);
     let pid = agent.launch(spec);
     let at_deadline = watch(Duration::from_secs(5), || {
         threads_of(pid)

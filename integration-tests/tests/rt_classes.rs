@@ -2,17 +2,15 @@
 //! launched on one agent in 2DCS-PS mode reports its frames through the
 //! counter directory the agent made for it, the agent counts them, and the
 //! job's tasks run at SCHED_FIFO within the RT band while frames are due.
-use std::{collections::BTreeMap, path::PathBuf, time::Duration};
+use std::{path::PathBuf, time::Duration};
 
 use cosched_integration_tests::{
     agent::{AgentOpts, TestAgent},
     coord::exclusive,
-    free_port,
     pair::{eventually, job_info, watch},
     proc::{sched_of, threads_of},
-    require_root,
+    require_root, synth,
 };
-use cosched_proto::{job::JobSpec, wire::JobClass};
 
 /// The band the test configures (not the default, so a priority seen in it
 /// is the overlay's).
@@ -34,35 +32,7 @@ fn an_rt_synth_job_under_ps_is_seen_counting_frames_and_its_tasks_at_sched_fifo_
     // One rank: frames of 0.5 ms of work every 10 ms, 2 per window of 20 ms,
     // for 3 s.
     let (period_ns, frames, work_ns) = (10_000_000, 2, 500_000);
-    let spec = JobSpec {
-        job_id: 1,
-        name: "video".into(),
-        rank: 0,
-        size: 1,
-        command: cosched_integration_tests::bin("cosched-synth")
-            .display()
-            .to_string(),
-        args: [
-            "--rt",
-            &format!("{period_ns}:{frames}:{work_ns}"),
-            "--recv",
-            "block",
-            "--duration",
-            "3",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        env: BTreeMap::new(),
-        peers: vec![format!("127.0.0.1:{}", free_port())],
-        cpus: vec![],
-        sched: None,
-        class: JobClass::RealTime {
-            period_ns,
-            frames,
-            work_ns,
-        },
-    };
+    let spec = synth::rt_video(period_ns, frames, work_ns);
     let pid = agent.launch(spec);
     let counter_dir = PathBuf::from(agent.dir.path()).join("state/rt/1");
 

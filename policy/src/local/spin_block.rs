@@ -92,8 +92,8 @@ pub struct SpinBlockParams {
     /// a spinner that long anyway).
     pub max_spin_threshold_us: u64,
     /// Block at `spin_threshold_us` only a spinner with at least two other
-    /// tasks competing for its CPU (`sb` and `pb-sb`; `dcs-sb` keeps the
-    /// fixed threshold, not measured with this rule); one with fewer is
+    /// tasks competing for its CPU (`sb` and `pb-sb`; `dcs-sb` only with
+    /// `mpl_aware_in_dcs_sb`); one with fewer is
     /// blocked only once its spin reaches `max_spin_threshold_us`. With one
     /// other task the report of its long spin already hands its CPU over
     /// (the agent's wake-up there makes the kernel pick again, and there is
@@ -104,8 +104,9 @@ pub struct SpinBlockParams {
     /// and the same at three, for `sb` and for `pb-sb` (docs/benchmarks.md,
     /// "PB-SB blocks MPL-aware").
     pub mpl_aware: bool,
-    /// Apply `mpl_aware` to `dcs-sb` as well. Default false: DCS-SB keeps
-    /// the fixed threshold until the rule is measured next to DCS's boosts
+    /// Apply `mpl_aware` to `dcs-sb` as well. Default false: next to DCS's
+    /// boosts the rule measured 15–27 % worse than the fixed threshold on
+    /// every real-MPI cell at two jobs per CPU, mixed at three
     /// (docs/benchmarks.md, "The SB family on real MPI after the hold fix").
     /// No effect without `mpl_aware`.
     pub mpl_aware_in_dcs_sb: bool,

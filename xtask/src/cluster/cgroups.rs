@@ -97,7 +97,7 @@ pub fn remove_tree(dir: &Path) -> Result<usize> {
 
 /// A cgroup stays busy for a moment after its last process was reaped (the
 /// kernel frees exiting tasks asynchronously): retry EBUSY for a while.
-fn remove_when_empty(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn remove_when_empty(dir: &Path) -> std::io::Result<()> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         match fs::remove_dir(dir) {

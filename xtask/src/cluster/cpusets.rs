@@ -21,7 +21,7 @@
 //! overlap).
 use std::{
     collections::BTreeSet,
-    fs, io,
+    fs,
     path::{Path, PathBuf},
 };
 
@@ -173,7 +173,7 @@ pub fn remove(balance_was: Option<&str>) -> Result<(usize, usize)> {
         balance_was.unwrap_or(DEFAULT_ROOT_BALANCE),
     )?;
     for dir in &dirs {
-        remove_when_empty(dir)
+        super::cgroups::remove_when_empty(dir)
             .with_context(|| format!("could not remove cpuset {}", dir.display()))?;
     }
     Ok((moved, dirs.len()))
@@ -186,22 +186,6 @@ pub fn leftovers() -> Vec<PathBuf> {
         let _ = collect_dirs(Path::new(CPUSET_ROOT), &mut dirs);
     }
     dirs
-}
-
-/// A cgroup stays busy for a moment after its last task left.
-fn remove_when_empty(dir: &Path) -> io::Result<()> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    loop {
-        match fs::remove_dir(dir) {
-            Err(e)
-                if e.raw_os_error() == Some(libc::EBUSY)
-                    && std::time::Instant::now() < deadline =>
-            {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            r => return r,
-        }
-    }
 }
 
 fn collect_dirs(dir: &Path, dirs: &mut Vec<PathBuf>) -> Result<()> {
