@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cosched_proto::wire::{
-    CancelJob, CheckProgram, ExitStatus, HeartbeatReply, JobClass, JobExited, JobUtilisation,
-    LaunchJob, Message, ProgramCheck, ProgramChecked, ProtocolVersion, RankRef, ReapRanks,
-    Register, SetPolicy, SliceSchedule, SliceSwitched, SwitchSlice, UtilReport,
+    CancelJob, CheckProgram, ExitStatus, FrameReport, HeartbeatReply, JobClass, JobExited,
+    JobFrames, JobUtilisation, LaunchJob, Message, ProgramCheck, ProgramChecked, ProtocolVersion,
+    RankRef, ReapRanks, Register, SetPolicy, SliceSchedule, SliceSwitched, SwitchSlice, UtilReport,
 };
 
 use super::{Core, CoreConfig, Effect, INVENTORY_QUANTUM, Submitted, SwitchObservation};
@@ -203,6 +203,25 @@ fn job(name: &str, nodes: usize) -> Submission {
         env: BTreeMap::new(),
         class: JobClass::BestEffort,
         exclusive: false,
+    }
+}
+
+/// A frame report of `job` from a rank whose processes are ready for
+/// their first frame (no frame yet).
+fn ready(job: u32) -> FrameReport {
+    FrameReport {
+        jobs: vec![JobFrames {
+            job_id: job,
+            frames: 0,
+            expected: 0,
+            met: 0,
+            missed: 0,
+            satisfied: false,
+            work_p95_ns: None,
+            work_mean_ns: None,
+            work_sd_ns: None,
+            ready: true,
+        }],
     }
 }
 

@@ -208,25 +208,6 @@ fn under_1gs_slices_run_its_rows_in_turn_with_each_rows_job_on_its_nodes() {
     assert_eq!(matrix.cells[0][0], Some(video));
 }
 
-/// A frame report of `job` from a rank whose processes are ready for
-/// their first frame (no frame yet).
-fn ready(job: u32) -> FrameReport {
-    FrameReport {
-        jobs: vec![JobFrames {
-            job_id: job,
-            frames: 0,
-            expected: 0,
-            met: 0,
-            missed: 0,
-            satisfied: false,
-            work_p95_ns: None,
-            work_mean_ns: None,
-            work_sd_ns: None,
-            ready: true,
-        }],
-    }
-}
-
 #[test]
 fn under_1gs_a_new_rt_job_runs_in_its_start_row_alone_until_every_node_reports_it_ready() {
     let mut core = one_gs(2);

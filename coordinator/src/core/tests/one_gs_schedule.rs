@@ -3,8 +3,6 @@
 //! from the first slot an arrival, a departure or a readiness report
 //! changes; the same slots, slot by slot, as the per-slice switches.
 
-use cosched_proto::wire::{FrameReport, JobFrames};
-
 use super::classes::rt;
 use super::*;
 
@@ -26,21 +24,8 @@ fn heavy(name: &str, nodes: usize) -> Submission {
 }
 
 /// Every node of `job` reports its processes ready for their first frame.
-fn ready(core: &mut Core, nodes: usize, job: u32) {
-    let report = FrameReport {
-        jobs: vec![JobFrames {
-            job_id: job,
-            frames: 0,
-            expected: 0,
-            met: 0,
-            missed: 0,
-            satisfied: false,
-            work_p95_ns: None,
-            work_mean_ns: None,
-            work_sd_ns: None,
-            ready: true,
-        }],
-    };
+fn ready_everywhere(core: &mut Core, nodes: usize, job: u32) {
+    let report = ready(job);
     for node in 0..nodes {
         core.frame_report(node, &report).unwrap();
     }
@@ -50,7 +35,7 @@ fn ready(core: &mut Core, nodes: usize, job: u32) {
 fn video_and_batch(core: &mut Core, nodes: usize) -> (u32, u32) {
     let video = submit(core, heavy("video", nodes)).id;
     let batch = submit(core, job("batch", nodes)).id;
-    ready(core, nodes, video);
+    ready_everywhere(core, nodes, video);
     core.take_effects();
     (video, batch)
 }
@@ -106,7 +91,7 @@ fn under_1gs_an_rt_arrival_re_announces_every_node_at_the_slot_it_changes() {
         assert!(announcements(&plan(&mut core, k)).is_empty());
     }
     let video = submit(&mut core, heavy("video", 2)).id;
-    ready(&mut core, 2, video);
+    ready_everywhere(&mut core, 2, video);
     core.take_effects();
     let again = schedules(&plan(&mut core, 4));
     let nodes: BTreeSet<usize> = again.iter().map(|(node, _)| *node).collect();
@@ -166,7 +151,7 @@ fn under_1gs_readiness_after_the_start_row_re_announces_at_the_first_slot_it_cha
     assert_eq!(first.len(), 2);
     assert!(!first[0].1.entry(3).unwrap().active_jobs.contains(&video));
     plan(&mut core, 1);
-    ready(&mut core, 2, video);
+    ready_everywhere(&mut core, 2, video);
     core.take_effects();
     // Slot 2 (row 2) does not change; slot 3 (row 0) now runs it.
     assert!(announcements(&plan(&mut core, 2)).is_empty());
@@ -198,7 +183,7 @@ fn under_1gs_the_announced_schedules_run_what_per_slot_switches_would_over_round
                     submit(core, job("batch", nodes));
                     video = submit(core, heavy("video", 2)).id;
                 }
-                3 => ready(core, 2, video),
+                3 => ready_everywhere(core, 2, video),
                 7 => {
                     submit(core, rt("audio", 1, 100 * MS, 30, 10 * MS));
                 }
